@@ -1,0 +1,8 @@
+// Placeholder until this command is built; registers nothing.
+#include "app/cli/commands.h"
+
+namespace lazyscope::cli {
+
+void add_cache_demo_command(CLI::App&) {}
+
+}  // namespace lazyscope::cli

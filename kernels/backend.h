@@ -1,0 +1,69 @@
+#pragma once
+// The one interface between the engine and a compute backend (CPU reference or CUDA).
+// The engine decides what is cached where (block ids, shifts); a backend owns the weights and
+// the paged KV pool and runs the Llama forward over a block table.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernels/model_shape.h"
+
+namespace lazyscope {
+
+// One entry of a block table. Keys in `block` are stored rotated at their encoding positions;
+// attention treats them as if rotated by a further `shift` (design §3). 12 bytes, packed.
+struct BlockRef {
+  int32_t block = 0;
+  int32_t shift = 0;
+  int32_t valid = 0;  // filled token slots, 1..block_size
+};
+
+// One forward step of one sequence: n new tokens attend to every token of `table`
+// (flattened in order), causally among themselves. The new tokens are the last n valid
+// entries of the flattened table; their K/V are written to `slots` first.
+struct ForwardStep {
+  std::span<const int32_t> tokens;     // n token ids
+  std::span<const int32_t> positions;  // encoding position of each new token
+  std::span<const int32_t> slots;      // pool slot (block * block_size + offset) for its K/V
+  std::span<const BlockRef> table;     // everything attended to, new tokens' blocks last
+  bool lazy_rotation = false;  // honour shifts by rotating the query; if false every shift is 0
+  bool want_logits = false;    // compute the logits of the last new token
+};
+
+// Copy a block's K and V into another block, rotating the keys by `shift` (materialize).
+struct BlockCopy {
+  int32_t src = 0;
+  int32_t dst = 0;
+  int32_t shift = 0;
+  int32_t valid = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;    // "cpu" or "cuda"
+  virtual std::string device() const = 0;  // human readable device description
+  // Bytes one KV block takes in this backend's pool (its element type).
+  virtual std::size_t kv_element_bytes() const = 0;
+  virtual void load(const ModelShape& shape, const WeightsView& weights) = 0;
+  // Deterministic random weights made by the backend itself (benchmarks without a download).
+  virtual void load_synthetic(const ModelShape& shape, uint64_t seed);
+  virtual void allocate_pool(int num_blocks, int block_size) = 0;
+  // Runs the step; when step.want_logits, `logits` receives vocab_size floats.
+  virtual void forward(const ForwardStep& step, std::vector<float>* logits) = 0;
+  virtual void copy_blocks(std::span<const BlockCopy> copies) = 0;
+  // Waits for outstanding device work (for honest host timings). No-op on the CPU.
+  virtual void synchronize() {}
+};
+
+enum class BackendKind { Auto, Cpu, Cuda };
+
+BackendKind parse_backend_kind(const std::string& text);
+// Number of usable CUDA devices (0 when built without CUDA or no GPU/driver is present).
+int cuda_device_count();
+// Auto resolves to Cuda when a GPU is present, else Cpu. Throws Error if Cuda is unavailable.
+std::unique_ptr<Backend> make_backend(BackendKind kind, int cpu_threads = 0);
+
+}  // namespace lazyscope
