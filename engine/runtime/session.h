@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/common/progress.h"
+#include "engine/kv/policy.h"
 #include "engine/runtime/events.h"
 #include "engine/runtime/request.h"
 #include "kernels/backend.h"
@@ -20,12 +21,6 @@ struct LoadedModel;
 class Tokenizer;
 struct ModelConfig;
 
-enum class Mode { Full, Block };
-enum class Policy { None, Prefix, Positional, Materialized, Lazy };
-Mode parse_mode(const std::string& text);
-Policy parse_policy(const std::string& text);
-const char* to_string(Mode mode);
-const char* to_string(Policy policy);
 
 struct SessionOptions {
   std::filesystem::path model;           // HF directory or .gguf

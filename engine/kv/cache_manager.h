@@ -1,0 +1,150 @@
+#pragma once
+// The segment cache over the paged pool: decides, per request and policy, which segments are
+// hits, which must be encoded (and into which blocks), which blocks are copied, and the block
+// table the attention kernels walk. Works without tensors ("accounting mode"): the Session
+// executes a plan on a backend, the workload simulator only counts.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/kv/block_pool.h"
+#include "engine/kv/policy.h"
+#include "engine/runtime/events.h"
+#include "kernels/backend.h"
+
+namespace lazyscope {
+
+// The token segments of one prompt (design §2), documents in placement order.
+struct PromptLayout {
+  std::vector<int32_t> prefix;  // BOS included when the tokenizer adds one
+  std::vector<std::vector<int32_t>> documents;
+  std::vector<std::string> document_labels;
+  std::vector<int32_t> query;
+  int total_tokens() const;
+};
+
+struct CachedSegment {
+  int64_t id = 0;
+  SegmentKind kind = SegmentKind::Document;
+  std::string label;
+  uint64_t key = 0;
+  bool published = false;  // findable by key (cached); else private to one request
+  std::vector<int32_t> blocks;
+  std::vector<int32_t> tokens;
+  int encode_position = 0;
+  int shift = 0;
+  int refcount = 0;
+  uint64_t last_use = 0;
+};
+
+// Chooses which unreferenced cached segment to evict next.
+class EvictionPolicy {
+ public:
+  virtual ~EvictionPolicy() = default;
+  virtual const char* name() const = 0;
+  // Candidates are published segments with refcount 0; returns an index into them.
+  virtual std::size_t choose(const std::vector<const CachedSegment*>& candidates) = 0;
+};
+
+class LruEviction final : public EvictionPolicy {
+ public:
+  const char* name() const override { return "lru"; }
+  std::size_t choose(const std::vector<const CachedSegment*>& candidates) override;
+};
+
+// Something the backend must compute: new tokens into slots, attending to `table`.
+struct SegmentTask {
+  int64_t segment = -1;
+  std::vector<int32_t> tokens, positions, slots;
+  std::vector<BlockRef> table;
+  bool lazy = false;
+};
+
+struct Placement {
+  int64_t segment = -1;  // the segment whose blocks the prompt uses here
+  SegmentKind kind = SegmentKind::Document;
+  std::string label;
+  int start = 0;
+  int tokens = 0;
+  int shift = 0;         // δ = start − P (0 for prefix and query)
+  bool hit = false;      // served without encoding in this request
+};
+
+struct RequestPlan {
+  Mode mode = Mode::Block;
+  Policy policy = Policy::Lazy;
+  std::vector<SegmentTask> encodes;   // in order (prefix before documents)
+  std::vector<BlockCopy> copies;      // after the encodes
+  SegmentTask prompt;                 // the last forward of the prompt; produces logits
+  std::vector<Placement> placements;  // prefix, documents, query in prompt order
+  std::vector<int64_t> held;          // segments this request references
+  std::vector<int64_t> pending;       // encoded here; published when the request succeeds
+  std::vector<int64_t> ephemeral;     // freed when the request ends
+  int64_t tail_segment = -1;          // where generated tokens are appended
+  int next_position = 0;
+  std::vector<BlockRef> table;        // the full table, grown by each decode step
+  CacheStats stats;
+};
+
+class KvCacheManager {
+ public:
+  KvCacheManager(int num_blocks, int block_size, std::size_t bytes_per_block,
+                 std::string model_identity, EventSink* sink = nullptr,
+                 std::unique_ptr<EvictionPolicy> eviction = nullptr);
+
+  // Plans a request; acquires every segment it uses. Throws Error (with nothing held) when the
+  // budget cannot fit it even after evicting everything unreferenced.
+  RequestPlan plan(const PromptLayout& layout, Mode mode, Policy policy);
+  // The slot for the next generated token (allocating a block when the tail is full); updates
+  // plan.table and returns the one-token step.
+  SegmentTask next_decode_step(RequestPlan& plan, int32_t token);
+  // Ends the request: publishes what it encoded when `success`, drops references, frees
+  // ephemeral blocks. Fills plan.stats.bytes_stored.
+  void finish(RequestPlan& plan, bool success);
+  void clear();
+
+  int num_blocks() const { return pool_.num_blocks(); }
+  int block_size() const { return pool_.block_size(); }
+  std::size_t bytes_per_block() const { return bytes_per_block_; }
+  int free_blocks() const;
+  int64_t bytes_stored() const;  // blocks owned by published segments
+  // Copies for display (thread-safe).
+  std::vector<BlockState> blocks() const;
+  std::vector<CachedSegment> segments() const;
+  // Invariant check for tests: throws Error describing the first violation.
+  void check_invariants() const;
+
+ private:
+  struct Builder;
+  CachedSegment& new_segment(SegmentKind kind, std::string label, uint64_t key);
+  std::vector<int32_t> allocate(int count, CachedSegment& owner, RequestPlan& plan);
+  void evict_one();
+  void acquire(CachedSegment& segment, RequestPlan& plan, bool report_hit);
+  void release_segment(int64_t id);
+  void free_segment(int64_t id, bool evicted);
+  CachedSegment* find_published(uint64_t key, const std::vector<int32_t>& tokens);
+  void emit_block(BlockAction action, int32_t block, const CachedSegment& segment);
+  void plan_block(const PromptLayout& layout, RequestPlan& plan);
+  void plan_full(const PromptLayout& layout, RequestPlan& plan);
+
+  mutable std::mutex mutex_;
+  BlockPool pool_;
+  std::size_t bytes_per_block_;
+  std::string identity_;
+  EventSink* sink_;
+  std::unique_ptr<EvictionPolicy> eviction_;
+  std::unordered_map<int64_t, CachedSegment> segments_;
+  std::unordered_map<uint64_t, int64_t> index_;
+  int64_t next_id_ = 1;
+  uint64_t clock_ = 0;
+  int64_t evicted_in_plan_ = 0;
+};
+
+uint64_t hash_tokens(uint64_t seed, const std::vector<int32_t>& tokens);
+uint64_t hash_string(uint64_t seed, const std::string& text);
+
+}  // namespace lazyscope

@@ -1,0 +1,12 @@
+#pragma once
+// Turns a Request into token segments (design §2): prefix with BOS, documents in placement
+// order (each tokenized on its own), query.
+#include "engine/kv/cache_manager.h"
+#include "engine/runtime/request.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace lazyscope {
+
+PromptLayout build_prompt_layout(const Request& request, const Tokenizer& tokenizer, int vocab_size);
+
+}  // namespace lazyscope
