@@ -1,0 +1,141 @@
+#pragma once
+// CUDA paged attention (lazy and plain), RoPE-at-write KV store and materialize.
+// Kept C++17-clean (no kernels/backend.h): nvcc compiles the .cu files in C++17 mode.
+// Launchers take a params struct of raw device pointers and sizes (FlashInfer style); the
+// pool layout per layer is the CPU reference's: [num_blocks][num_kv_heads][block_size][head_dim],
+// in bfloat16. Semantics match kernels/cpu/attention.h exactly.
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cuda/bf16_host.h"
+
+namespace lazyscope::cuda {
+
+// One block-table entry as the kernels read it: a single 16-byte load carries everything.
+struct alignas(16) KvEntry {
+  int32_t block = 0;
+  int32_t shift = 0;
+  int32_t valid = 0;
+  int32_t key_start = 0;  // flattened index of the entry's first key in its sequence
+};
+
+// Prefill KV tile: consecutive entries sharing one shift, at most kPrefillTileKeys columns
+// (entry j of the tile owns columns [j * block_size, (j + 1) * block_size)).
+struct alignas(16) KvTile {
+  int32_t entry_begin = 0;
+  int32_t entry_count = 0;
+  int32_t shift = 0;
+  int32_t key_start = 0;
+};
+
+inline constexpr int kPrefillTileKeys = 64;
+
+// Decode: one query per sequence; the query is the last key of its table, so every key is seen.
+struct DecodeParams {
+  const bf16_bits* q = nullptr;          // [batch] rows of q_row_stride; heads contiguous
+  int64_t q_row_stride = 0;              // elements between sequences' queries
+  const int32_t* q_positions = nullptr;  // [batch], used by the lazy variant
+  const bf16_bits* k_pool = nullptr;     // one layer
+  const bf16_bits* v_pool = nullptr;
+  const KvEntry* entries = nullptr;
+  const int32_t* seq_entry_offsets = nullptr;  // [batch + 1]
+  int batch = 0;
+  int max_entries = 0;
+  int num_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;                      // 64 or 128
+  int block_size = 0;
+  const float* inv_freq = nullptr;       // [head_dim / 2], device
+  bool lazy = false;                     // q is raw and rotated by (m − δ) per shift run
+  bf16_bits* out = nullptr;              // [batch, num_heads, head_dim]
+  int num_splits = 1;                    // > 1 needs the workspace below
+  float* partial_o = nullptr;            // [batch * num_heads, num_splits, head_dim]
+  float* partial_ml = nullptr;           // [batch * num_heads, num_splits, 2]
+};
+
+int decode_num_splits(int batch, int num_kv_heads, int max_entries, int sm_count);
+void decode_attention(const DecodeParams& p, cudaStream_t stream);
+
+// Prefill: n new tokens of one sequence against every key of its table, causal among the new.
+struct PrefillParams {
+  const bf16_bits* q = nullptr;          // [n] rows of q_row_stride; heads contiguous
+  int64_t q_row_stride = 0;
+  const int32_t* q_positions = nullptr;  // [n]
+  const bf16_bits* k_pool = nullptr;
+  const bf16_bits* v_pool = nullptr;
+  const KvEntry* entries = nullptr;      // this sequence's entries (plan.entries + offset)
+  const KvTile* tiles = nullptr;         // this sequence's tiles; entry_begin indexes `entries`
+  int num_tiles = 0;
+  int n = 0;
+  int prior = 0;                         // keys before the first new token
+  int num_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  int block_size = 0;
+  const float* inv_freq = nullptr;
+  bool lazy = false;
+  bf16_bits* out = nullptr;              // [n, num_heads, head_dim]
+  int num_splits = 1;
+  float* partial_o = nullptr;            // [n * num_heads, num_splits, head_dim]
+  float* partial_ml = nullptr;
+};
+
+int prefill_num_splits(int n, int num_heads, int num_kv_heads, int num_tiles, int sm_count);
+void prefill_attention(const PrefillParams& p, cudaStream_t stream);
+
+// Floats of split workspace the two kernels need for `rows` = queries × heads.
+inline std::size_t split_partial_o_floats(int rows, int splits, int head_dim) {
+  return std::size_t(rows) * splits * head_dim;
+}
+inline std::size_t split_partial_ml_floats(int rows, int splits) { return std::size_t(rows) * splits * 2; }
+
+struct KvWriteParams {
+  const bf16_bits* k = nullptr;          // [n] rows of row_stride; kv heads contiguous
+  const bf16_bits* v = nullptr;
+  int64_t row_stride = 0;
+  bf16_bits* q = nullptr;                // optional: rotated in place by `positions` (plain mode)
+  int64_t q_row_stride = 0;
+  int num_heads = 0;
+  const int32_t* positions = nullptr;    // [n]
+  const int32_t* slots = nullptr;        // [n] block * block_size + offset
+  int n = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  int block_size = 0;
+  const float* inv_freq = nullptr;
+  bf16_bits* k_pool = nullptr;
+  bf16_bits* v_pool = nullptr;
+};
+
+// Rotates the new keys to their positions and stores K/V into the pool (RoPE-at-write).
+void kv_write(const KvWriteParams& p, cudaStream_t stream);
+
+// Same layout as lazyscope::BlockCopy (checked where the two meet).
+struct BlockCopyOp {
+  int32_t src = 0;
+  int32_t dst = 0;
+  int32_t shift = 0;
+  int32_t valid = 0;
+};
+
+struct MaterializeParams {
+  const BlockCopyOp* copies = nullptr;   // device array
+  int num_copies = 0;
+  int num_layers = 1;
+  int64_t layer_stride = 0;              // elements between layers' pools
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  int block_size = 0;
+  const float* inv_freq = nullptr;
+  bf16_bits* k_pool = nullptr;
+  bf16_bits* v_pool = nullptr;
+};
+
+// Copies blocks (every layer) rotating keys by each copy's shift; copies must not overlap.
+void materialize(const MaterializeParams& p, cudaStream_t stream);
+
+int device_sm_count();
+
+}  // namespace lazyscope::cuda

@@ -1,0 +1,57 @@
+#include <algorithm>
+#include <string>
+
+#include "kernels/cuda/attention_plan.h"
+#include "kernels/cuda/check.h"
+#include "kernels/error.h"
+
+namespace lazyscope::cuda {
+
+void append_sequence(AttentionPlan& plan, std::span<const BlockRef> table, int block_size, bool lazy) {
+  if (block_size < 1 || block_size > kPrefillTileKeys || kPrefillTileKeys % block_size != 0) {
+    throw Error("cuda attention: block size " + std::to_string(block_size) + " must divide " +
+                std::to_string(kPrefillTileKeys));
+  }
+  const int entries_per_tile = kPrefillTileKeys / block_size;
+  const int first_entry = int(plan.entries.size());
+  int key = 0;
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    const BlockRef& ref = table[i];
+    if (ref.valid < 1 || ref.valid > block_size) {
+      throw Error("cuda attention: table entry " + std::to_string(i) + " (block " + std::to_string(ref.block) +
+                  ") has " + std::to_string(ref.valid) + " valid slots");
+    }
+    if (!lazy && ref.shift != 0) {
+      throw Error("cuda attention: shifted block " + std::to_string(ref.block) + " in a plain attention call");
+    }
+    plan.entries.push_back(KvEntry{ref.block, ref.shift, ref.valid, key});
+    key += ref.valid;
+  }
+  // Tiles: runs of equal shift cut into groups of entries_per_tile; indices are sequence-local.
+  const int count = int(table.size());
+  for (int i = 0; i < count;) {
+    KvTile tile;
+    tile.entry_begin = i;
+    tile.shift = table[i].shift;
+    tile.key_start = plan.entries[first_entry + i].key_start;
+    int j = i;
+    while (j < count && j - i < entries_per_tile && table[j].shift == tile.shift) ++j;
+    tile.entry_count = j - i;
+    plan.tiles.push_back(tile);
+    i = j;
+  }
+  plan.seq_entry_offsets.push_back(int32_t(plan.entries.size()));
+  plan.seq_tile_offsets.push_back(int32_t(plan.tiles.size()));
+  plan.seq_total_keys.push_back(key);
+  plan.max_entries = std::max(plan.max_entries, count);
+}
+
+int device_sm_count() {
+  int device = 0;
+  LAZYSCOPE_CUDA_CHECK(cudaGetDevice(&device));
+  int count = 0;
+  LAZYSCOPE_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+  return count;
+}
+
+}  // namespace lazyscope::cuda

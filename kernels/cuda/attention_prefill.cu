@@ -1,0 +1,319 @@
+// Lazy and plain paged prefill attention on tensor cores (mma.sync m16n8k16, bf16 in, fp32
+// accumulation). A CTA owns 64 rows of (query token, group head) pairs of one KV head, so the
+// GQA group shares every K/V tile; K/V tiles of 64 keys (consecutive blocks of one shift) are
+// double-buffered through cp.async; online softmax; optional split along the KV tiles.
+#include <algorithm>
+#include <climits>
+#include <string>
+
+#include "kernels/cuda/attention.h"
+#include "kernels/cuda/attention_common.cuh"
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/device_util.cuh"
+#include "kernels/error.h"
+
+namespace lazyscope::cuda {
+namespace {
+
+using namespace detail;
+
+constexpr int kWarps = 4;
+constexpr int kRows = 16 * kWarps;        // rows per CTA
+constexpr int kKeys = kPrefillTileKeys;   // keys per tile
+
+template <int D>
+constexpr int smem_bytes() {
+  return (kRows + 4 * kKeys) * (D + 8) * 2 + 2 * kKeys * 4;
+}
+
+template <int D, bool LAZY>
+__global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
+  constexpr int kLd = D + 8;  // padded row: ldmatrix rows land in distinct banks
+  extern __shared__ __align__(16) uint8_t smem[];
+  __nv_bfloat16* q_s = reinterpret_cast<__nv_bfloat16*>(smem);
+  __nv_bfloat16* k_s = q_s + kRows * kLd;            // [2][kKeys][kLd]
+  __nv_bfloat16* v_s = k_s + 2 * kKeys * kLd;        // [2][kKeys][kLd]
+  int* col_key = reinterpret_cast<int*>(v_s + 2 * kKeys * kLd);  // [2][kKeys], INT_MAX = empty
+
+  const int group_size = p.num_heads / p.num_kv_heads;
+  const int row_tile = gridDim.x - 1 - blockIdx.x;  // heaviest causal tiles first
+  const int kv_head = blockIdx.y, split = blockIdx.z;
+  const int rows_total = p.n * group_size;
+  const int row0 = row_tile * kRows;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int quad_row = lane / 4, quad_col = lane % 4;
+
+  // Tiles visible to any row of this CTA, then this split's share of them.
+  const int last_token = (min(rows_total, row0 + kRows) - 1) / group_size;
+  const int tile_key_limit = p.prior + last_token;
+  int lo = 0, hi = p.num_tiles;
+  while (lo < hi) {
+    const int mid = (lo + hi) / 2;
+    if (p.tiles[mid].key_start <= tile_key_limit) lo = mid + 1; else hi = mid;
+  }
+  const int visible_tiles = lo;
+  const int per_split = (visible_tiles + p.num_splits - 1) / p.num_splits;
+  const int tile_begin = split * per_split;
+  const int tile_end = min(visible_tiles, tile_begin + per_split);
+
+  // This thread's two rows (quad_row and quad_row + 8 of its warp's 16).
+  int key_limit[2];
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int row = row0 + warp * 16 + quad_row + half * 8;
+    key_limit[half] = row < rows_total ? p.prior + row / group_size : -1;
+  }
+
+  auto load_tile = [&](int tile_index, int stage) {
+    const KvTile tile = p.tiles[tile_index];
+    constexpr int kChunks = D / 8;
+    for (int idx = threadIdx.x; idx < kKeys * kChunks; idx += blockDim.x) {
+      const int col = idx / kChunks, dim = (idx % kChunks) * 8;
+      const int entry = col / p.block_size, slot = col % p.block_size;
+      bool valid = entry < tile.entry_count;
+      int64_t offset = 0;
+      int key = INT_MAX;
+      if (valid) {
+        const KvEntry ref = p.entries[tile.entry_begin + entry];
+        valid = slot < ref.valid;
+        offset = ((int64_t(ref.block) * p.num_kv_heads + kv_head) * p.block_size + slot) * D + dim;
+        key = ref.key_start + slot;
+      }
+      cp_async16(k_s + (stage * kKeys + col) * kLd + dim, p.k_pool + offset, valid ? 16 : 0);
+      cp_async16(v_s + (stage * kKeys + col) * kLd + dim, p.v_pool + offset, valid ? 16 : 0);
+      if (dim == 0) col_key[stage * kKeys + col] = valid ? key : INT_MAX;
+    }
+  };
+
+  uint32_t q_frag[D / 16][4];
+  auto load_q_fragments = [&]() {
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      ldmatrix_x4(q_frag[kk], q_s + (warp * 16 + lane % 16) * kLd + kk * 16 + (lane / 16) * 8);
+    }
+  };
+
+  float o[D / 8][4];
+#pragma unroll
+  for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f};
+  const float score_scale = rsqrtf(float(D)) * kLog2e;
+
+  if (tile_begin < tile_end) {
+    if constexpr (!LAZY) {
+      // Plain: the query was rotated at write time; stage it once.
+      constexpr int kChunks = D / 8;
+      for (int idx = threadIdx.x; idx < kRows * kChunks; idx += blockDim.x) {
+        const int r = idx / kChunks, dim = (idx % kChunks) * 8;
+        const int row = row0 + r;
+        const bool valid = row < rows_total;
+        const int token = valid ? row / group_size : 0;
+        const int head = kv_head * group_size + (valid ? row % group_size : 0);
+        cp_async16(q_s + r * kLd + dim, p.q + token * p.q_row_stride + head * D + dim, valid ? 16 : 0);
+      }
+    }
+    load_tile(tile_begin, 0);
+    cp_async_commit();
+    int current_shift = INT_MIN;
+    for (int ti = tile_begin; ti < tile_end; ++ti) {
+      const int stage = (ti - tile_begin) & 1;
+      if (ti + 1 < tile_end) {
+        load_tile(ti + 1, stage ^ 1);
+        cp_async_commit();
+        cp_async_wait<1>();
+      } else {
+        cp_async_wait<0>();
+      }
+      __syncthreads();
+      if constexpr (LAZY) {
+        const int shift = p.tiles[ti].shift;
+        if (shift != current_shift) {
+          // A new shift run: rotate every row's raw query by (m − δ) once, into shared memory.
+          current_shift = shift;
+          constexpr int kHalf = D / 2;
+          for (int idx = threadIdx.x; idx < kRows * kHalf; idx += blockDim.x) {
+            const int r = idx / kHalf, i = idx % kHalf;
+            const int row = row0 + r;
+            float a = 0.0f, b = 0.0f, c = 1.0f, s = 0.0f;
+            if (row < rows_total) {
+              const int token = row / group_size;
+              const int head = kv_head * group_size + row % group_size;
+              const __nv_bfloat16* q_row =
+                  reinterpret_cast<const __nv_bfloat16*>(p.q) + token * p.q_row_stride + head * D;
+              a = __bfloat162float(q_row[i]);
+              b = __bfloat162float(q_row[i + kHalf]);
+              rope_cos_sin(static_cast<long long>(p.q_positions[token]) - shift, p.inv_freq[i], &c, &s);
+            }
+            q_s[r * kLd + i] = __float2bfloat16(a * c - b * s);
+            q_s[r * kLd + i + kHalf] = __float2bfloat16(b * c + a * s);
+          }
+          __syncthreads();
+          load_q_fragments();
+        }
+      } else {
+        if (ti == tile_begin) load_q_fragments();
+      }
+      const __nv_bfloat16* k_tile = k_s + stage * kKeys * kLd;
+      const __nv_bfloat16* v_tile = v_s + stage * kKeys * kLd;
+      const int* keys = col_key + stage * kKeys;
+
+      float s[kKeys / 8][4];
+#pragma unroll
+      for (int i = 0; i < kKeys / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+#pragma unroll
+        for (int np = 0; np < kKeys / 16; ++np) {
+          uint32_t b[4];
+          ldmatrix_x4(b, k_tile + (np * 16 + lane % 8 + (lane / 16) * 8) * kLd + kk * 16 + ((lane / 8) % 2) * 8);
+          mma_bf16_16816(s[2 * np], q_frag[kk], b[0], b[1]);
+          mma_bf16_16816(s[2 * np + 1], q_frag[kk], b[2], b[3]);
+        }
+      }
+      // Mask (empty slots, causal limit), scale into the log2 domain, online softmax.
+      float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+      for (int nt = 0; nt < kKeys / 8; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = keys[nt * 8 + quad_col * 2 + (e & 1)];
+          const float value = key <= key_limit[e >> 1] ? s[nt][e] * score_scale : -INFINITY;
+          s[nt][e] = value;
+          tile_max[e >> 1] = fmaxf(tile_max[e >> 1], value);
+        }
+      }
+      float correction[2], base_max[2];
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        tile_max[half] = fmaxf(tile_max[half], __shfl_xor_sync(0xffffffffu, tile_max[half], 1));
+        tile_max[half] = fmaxf(tile_max[half], __shfl_xor_sync(0xffffffffu, tile_max[half], 2));
+        const float new_max = fmaxf(row_max[half], tile_max[half]);
+        base_max[half] = new_max == -INFINITY ? 0.0f : new_max;
+        correction[half] = exp2f(row_max[half] - base_max[half]);
+        row_max[half] = new_max;
+        row_sum[half] *= correction[half];
+      }
+#pragma unroll
+      for (int nt = 0; nt < kKeys / 8; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float weight = exp2f(s[nt][e] - base_max[e >> 1]);
+          s[nt][e] = weight;
+          row_sum[e >> 1] += weight;
+        }
+      }
+#pragma unroll
+      for (int dt = 0; dt < D / 8; ++dt) {
+        o[dt][0] *= correction[0];
+        o[dt][1] *= correction[0];
+        o[dt][2] *= correction[1];
+        o[dt][3] *= correction[1];
+      }
+#pragma unroll
+      for (int kk = 0; kk < kKeys / 16; ++kk) {
+        uint32_t a[4];
+        a[0] = pack_bf16x2(s[2 * kk][0], s[2 * kk][1]);
+        a[1] = pack_bf16x2(s[2 * kk][2], s[2 * kk][3]);
+        a[2] = pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+        a[3] = pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+#pragma unroll
+        for (int dp = 0; dp < D / 16; ++dp) {
+          uint32_t b[4];
+          ldmatrix_x4_trans(b, v_tile + (kk * 16 + lane % 8 + ((lane / 8) % 2) * 8) * kLd + dp * 16 + (lane / 16) * 8);
+          mma_bf16_16816(o[2 * dp], a, b[0], b[1]);
+          mma_bf16_16816(o[2 * dp + 1], a, b[2], b[3]);
+        }
+      }
+      __syncthreads();  // this stage is refilled by the next iteration's prefetch
+    }
+  }
+
+  // Epilogue: finish the row sums across the quad, then write rows or split partials.
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    row_sum[half] += __shfl_xor_sync(0xffffffffu, row_sum[half], 1);
+    row_sum[half] += __shfl_xor_sync(0xffffffffu, row_sum[half], 2);
+  }
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int row = row0 + warp * 16 + quad_row + half * 8;
+    if (row >= rows_total) continue;
+    const int token = row / group_size;
+    const int64_t out_row = int64_t(token) * p.num_heads + kv_head * group_size + row % group_size;
+    if (p.num_splits == 1) {
+      const float inv_sum = row_sum[half] > 0.0f ? 1.0f / row_sum[half] : 0.0f;
+      __nv_bfloat16* out = reinterpret_cast<__nv_bfloat16*>(p.out) + out_row * D;
+#pragma unroll
+      for (int dt = 0; dt < D / 8; ++dt) {
+        *reinterpret_cast<uint32_t*>(out + dt * 8 + quad_col * 2) =
+            pack_bf16x2(o[dt][half * 2] * inv_sum, o[dt][half * 2 + 1] * inv_sum);
+      }
+    } else {
+      const int64_t slot = out_row * p.num_splits + split;
+      float* out = p.partial_o + slot * D;
+#pragma unroll
+      for (int dt = 0; dt < D / 8; ++dt) {
+        *reinterpret_cast<float2*>(out + dt * 8 + quad_col * 2) = make_float2(o[dt][half * 2], o[dt][half * 2 + 1]);
+      }
+      if (quad_col == 0) {
+        p.partial_ml[slot * 2] = row_max[half];
+        p.partial_ml[slot * 2 + 1] = row_sum[half];
+      }
+    }
+  }
+}
+
+template <int D, bool LAZY>
+void launch_prefill(const PrefillParams& p, cudaStream_t stream) {
+  constexpr int kSmem = smem_bytes<D>();
+  static bool configured = false;  // one attribute call per instantiation
+  if (!configured) {
+    LAZYSCOPE_CUDA_CHECK(cudaFuncSetAttribute(prefill_kernel<D, LAZY>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+    configured = true;
+  }
+  const int rows = p.n * (p.num_heads / p.num_kv_heads);
+  dim3 grid((rows + kRows - 1) / kRows, p.num_kv_heads, p.num_splits);
+  prefill_kernel<D, LAZY><<<grid, kWarps * 32, kSmem, stream>>>(p);
+  LAZYSCOPE_CUDA_LAUNCH_CHECK();
+}
+
+template <int D>
+void dispatch_prefill(const PrefillParams& p, cudaStream_t stream) {
+  if (p.lazy) {
+    launch_prefill<D, true>(p, stream);
+  } else {
+    launch_prefill<D, false>(p, stream);
+  }
+}
+
+}  // namespace
+
+int prefill_num_splits(int n, int num_heads, int num_kv_heads, int num_tiles, int sm_count) {
+  const int rows = n * (num_heads / num_kv_heads);
+  const int ctas = ((rows + kRows - 1) / kRows) * num_kv_heads;
+  int splits = (2 * sm_count + ctas - 1) / ctas;
+  splits = std::min(splits, std::max(1, num_tiles / 4));  // keep at least 4 tiles per split
+  return std::max(1, std::min(splits, 16));
+}
+
+void prefill_attention(const PrefillParams& p, cudaStream_t stream) {
+  if (p.n == 0) return;
+  if (p.num_kv_heads <= 0 || p.num_heads % p.num_kv_heads != 0) {
+    throw Error("cuda prefill attention: num_heads must be a multiple of num_kv_heads");
+  }
+  if (p.num_splits > 1 && (p.partial_o == nullptr || p.partial_ml == nullptr)) {
+    throw Error("cuda prefill attention: split workspace missing");
+  }
+  if (p.head_dim == 128) {
+    dispatch_prefill<128>(p, stream);
+  } else if (p.head_dim == 64) {
+    dispatch_prefill<64>(p, stream);
+  } else {
+    throw Error("cuda prefill attention: head_dim " + std::to_string(p.head_dim) + " (supported: 64, 128)");
+  }
+  if (p.num_splits > 1) {
+    combine_splits(p.partial_o, p.partial_ml, p.n * p.num_heads, p.num_splits, p.head_dim, p.out, stream);
+  }
+}
+
+}  // namespace lazyscope::cuda
