@@ -1,0 +1,36 @@
+#pragma once
+// Helpers shared by the GGUF tests: a scratch directory and the Python fixture writer.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+
+namespace lazyscope::testing_gguf {
+
+inline std::filesystem::path scratch_dir(const std::string& name) {
+  std::random_device rd;
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("lazyscope-gguf-" + name + "-" + std::to_string(rd()));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// Runs tests/engine/model/gguf_fixtures.py with `args`; true on success.
+inline bool run_fixture(const std::string& args) {
+  const std::string command = std::string("\"") + LAZYSCOPE_PYTHON + "\" \"" +
+                              LAZYSCOPE_SOURCE_DIR + "/tests/engine/model/gguf_fixtures.py\" " +
+                              args;
+  return std::system(command.c_str()) == 0;
+}
+
+inline std::string quoted(const std::filesystem::path& path) { return "\"" + path.string() + "\""; }
+
+inline std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace lazyscope::testing_gguf
