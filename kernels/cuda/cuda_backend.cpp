@@ -1,0 +1,367 @@
+#include "kernels/cuda/cuda_backend.h"
+
+#include <cstring>
+#include <string>
+
+#include "kernels/cuda/attention.h"
+#include "kernels/cuda/attention_plan.h"
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/ops.h"
+#include "kernels/cuda_entry.h"
+#include "kernels/error.h"
+#include "kernels/rope.h"
+
+namespace lazyscope::cuda {
+namespace {
+
+// Appends `count` items to a byte buffer at a 16-byte boundary; returns their offset.
+template <typename T>
+std::size_t append_aligned(std::vector<unsigned char>& bytes, const T* items, std::size_t count) {
+  std::size_t offset = (bytes.size() + 15) / 16 * 16;
+  bytes.resize(offset + count * sizeof(T));
+  if (count > 0) std::memcpy(bytes.data() + offset, items, count * sizeof(T));
+  return offset;
+}
+
+void upload_bf16(DeviceBuffer& dst, const float* src, std::size_t count, std::size_t dst_offset_elements = 0) {
+  std::vector<bf16_bits> converted(count);
+  for (std::size_t i = 0; i < count; ++i) converted[i] = float_to_bf16(src[i]);
+  LAZYSCOPE_CUDA_CHECK(cudaMemcpy(dst.as<bf16_bits>() + dst_offset_elements, converted.data(),
+                                  count * sizeof(bf16_bits), cudaMemcpyHostToDevice));
+}
+
+void upload_f32(DeviceBuffer& dst, const float* src, std::size_t count) {
+  LAZYSCOPE_CUDA_CHECK(cudaMemcpy(dst.as<float>(), src, count * sizeof(float), cudaMemcpyHostToDevice));
+}
+
+}  // namespace
+
+CudaBackend::CudaBackend() {
+  LAZYSCOPE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  LAZYSCOPE_CUBLAS_CHECK(cublasCreate(&cublas_));
+  LAZYSCOPE_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+  sm_count_ = device_sm_count();
+}
+
+CudaBackend::~CudaBackend() {
+  if (host_logits_ != nullptr) cudaFreeHost(host_logits_);
+  if (cublas_ != nullptr) cublasDestroy(cublas_);
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+std::string CudaBackend::device() const {
+  int index = 0;
+  cudaGetDevice(&index);
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, index) != cudaSuccess) return "CUDA device " + std::to_string(index);
+  return std::string(prop.name) + " (" + std::to_string(prop.multiProcessorCount) + " SMs, " +
+         std::to_string(prop.totalGlobalMem >> 30) + " GiB)";
+}
+
+void CudaBackend::allocate_weights(const ModelShape& shape) {
+  if (shape.head_dim != 64 && shape.head_dim != 128) {
+    throw Error("cuda backend: head_dim " + std::to_string(shape.head_dim) + " (supported: 64, 128)");
+  }
+  if (shape.num_kv_heads <= 0 || shape.num_heads % shape.num_kv_heads != 0) {
+    throw Error("cuda backend: num_heads must be a multiple of num_kv_heads");
+  }
+  shape_ = shape;
+  const std::size_t H = shape.hidden_size, V = shape.vocab_size, I = shape.intermediate_size;
+  const std::size_t Q = shape.q_dim(), K = shape.kv_dim();
+  embed_.resize(V * H * 2);
+  tied_ = shape.tie_word_embeddings;
+  if (!tied_) lm_head_.resize(V * H * 2);
+  final_norm_.resize(H * 4);
+  layers_.clear();
+  layers_.resize(shape.num_layers);
+  for (LayerWeights& lw : layers_) {
+    lw.attn_norm.resize(H * 4);
+    lw.mlp_norm.resize(H * 4);
+    lw.wqkv.resize((Q + 2 * K) * H * 2);
+    lw.wo.resize(H * Q * 2);
+    lw.w_gate_up.resize(2 * I * H * 2);
+    lw.w_down.resize(H * I * 2);
+  }
+  const std::vector<float> inv = rope_inv_freq(shape.rope, shape.head_dim);
+  inv_freq_.resize(inv.size() * sizeof(float));
+  upload_f32(inv_freq_, inv.data(), inv.size());
+  capacity_tokens_ = 0;
+  num_blocks_ = 0;
+  block_size_ = 0;
+}
+
+void CudaBackend::load(const ModelShape& shape, const WeightsView& w) {
+  if (int(w.layers.size()) != shape.num_layers) throw Error("cuda backend: weights have the wrong layer count");
+  allocate_weights(shape);
+  const std::size_t H = shape.hidden_size, V = shape.vocab_size, I = shape.intermediate_size;
+  const std::size_t Q = shape.q_dim(), K = shape.kv_dim();
+  upload_bf16(embed_, w.embed, V * H);
+  if (!tied_) upload_bf16(lm_head_, w.lm_head, V * H);
+  upload_f32(final_norm_, w.final_norm, H);
+  for (int l = 0; l < shape.num_layers; ++l) {
+    const LayerWeightsView& src = w.layers[l];
+    LayerWeights& dst = layers_[l];
+    upload_f32(dst.attn_norm, src.attn_norm, H);
+    upload_f32(dst.mlp_norm, src.mlp_norm, H);
+    // Fused projections: rows [q | k | v] and [gate | up] (HF [out, in] layout).
+    upload_bf16(dst.wqkv, src.wq, Q * H, 0);
+    upload_bf16(dst.wqkv, src.wk, K * H, Q * H);
+    upload_bf16(dst.wqkv, src.wv, K * H, (Q + K) * H);
+    upload_bf16(dst.wo, src.wo, H * Q);
+    upload_bf16(dst.w_gate_up, src.w_gate, I * H, 0);
+    upload_bf16(dst.w_gate_up, src.w_up, I * H, I * H);
+    upload_bf16(dst.w_down, src.w_down, H * I);
+  }
+  loaded_ = true;
+}
+
+void CudaBackend::load_synthetic(const ModelShape& shape, uint64_t seed) {
+  allocate_weights(shape);
+  const int64_t H = shape.hidden_size, V = shape.vocab_size, I = shape.intermediate_size;
+  const int64_t Q = shape.q_dim(), K = shape.kv_dim();
+  uint64_t stream_id = seed * 1000003ull;
+  auto random = [&](DeviceBuffer& buffer, int64_t count) {
+    fill_random_bf16(buffer.as<bf16_bits>(), count, ++stream_id, 0.02f, stream_);
+  };
+  random(embed_, V * H);
+  if (!tied_) random(lm_head_, V * H);
+  fill_float(final_norm_.as<float>(), H, 1.0f, stream_);
+  for (LayerWeights& lw : layers_) {
+    fill_float(lw.attn_norm.as<float>(), H, 1.0f, stream_);
+    fill_float(lw.mlp_norm.as<float>(), H, 1.0f, stream_);
+    random(lw.wqkv, (Q + 2 * K) * H);
+    random(lw.wo, H * Q);
+    random(lw.w_gate_up, 2 * I * H);
+    random(lw.w_down, H * I);
+  }
+  LAZYSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  loaded_ = true;
+}
+
+void CudaBackend::allocate_pool(int num_blocks, int block_size) {
+  if (!loaded_) throw Error("cuda backend: allocate_pool before load");
+  if (block_size < 1 || kPrefillTileKeys % block_size != 0) {
+    throw Error("cuda backend: block size " + std::to_string(block_size) + " must divide " +
+                std::to_string(kPrefillTileKeys));
+  }
+  num_blocks_ = num_blocks;
+  block_size_ = block_size;
+  const std::size_t bytes = std::size_t(shape_.num_layers) * layer_pool_elements() * 2;
+  k_pool_.resize(bytes);
+  v_pool_.resize(bytes);
+  // Zeroed so that reading a never-written slot is deterministic (the CPU pool starts at zero).
+  LAZYSCOPE_CUDA_CHECK(cudaMemsetAsync(k_pool_.as<void>(), 0, bytes, stream_));
+  LAZYSCOPE_CUDA_CHECK(cudaMemsetAsync(v_pool_.as<void>(), 0, bytes, stream_));
+}
+
+void CudaBackend::ensure_workspace(int n, int rows_splits) {
+  if (n > capacity_tokens_) {
+    const std::size_t H = shape_.hidden_size, I = shape_.intermediate_size;
+    const std::size_t Q = shape_.q_dim(), K = shape_.kv_dim();
+    x_.resize(n * H * 4);
+    h_.resize(n * H * 2);
+    qkv_.resize(n * (Q + 2 * K) * 2);
+    attn_.resize(n * Q * 2);
+    gate_up_.resize(n * 2 * I * 2);
+    act_.resize(n * I * 2);
+    capacity_tokens_ = n;
+  }
+  if (std::size_t(rows_splits) > partial_rows_splits_) {
+    partial_o_.resize(std::size_t(rows_splits) * shape_.head_dim * 4);
+    partial_ml_.resize(std::size_t(rows_splits) * 2 * 4);
+    partial_rows_splits_ = rows_splits;
+  }
+  if (logits_.bytes() == 0) {
+    logits_.resize(std::size_t(shape_.vocab_size) * 4);
+    LAZYSCOPE_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&host_logits_), std::size_t(shape_.vocab_size) * 4));
+  }
+}
+
+// out[m, n] = x[m, k] @ w[n, k]^T (HF layout), through cuBLAS with fp32 accumulation.
+void CudaBackend::gemm(const bf16_bits* x, const bf16_bits* w, int m, int n, int k, void* out, bool out_fp32,
+                       bool accumulate) {
+  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  LAZYSCOPE_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, w, CUDA_R_16BF, k, x,
+                                      CUDA_R_16BF, k, &beta, out, out_fp32 ? CUDA_R_32F : CUDA_R_16BF, n,
+                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+void CudaBackend::forward(const ForwardStep& step, std::vector<float>* logits) {
+  if (!loaded_ || num_blocks_ == 0) throw Error("cuda backend: forward before load and allocate_pool");
+  const int n = int(step.tokens.size());
+  if (n == 0) throw Error("forward: no tokens");
+  if (step.positions.size() != step.tokens.size() || step.slots.size() != step.tokens.size()) {
+    throw Error("forward: tokens, positions and slots differ in length");
+  }
+  for (int32_t id : step.tokens) {
+    if (id < 0 || id >= shape_.vocab_size) throw Error("forward: token id " + std::to_string(id) + " out of range");
+  }
+  for (int32_t slot : step.slots) {
+    if (slot < 0 || slot >= num_blocks_ * block_size_) throw Error("forward: KV slot out of the pool");
+  }
+  for (const BlockRef& ref : step.table) {
+    if (ref.block < 0 || ref.block >= num_blocks_) throw Error("forward: table block out of the pool");
+  }
+  AttentionPlan plan;
+  append_sequence(plan, step.table, block_size_, step.lazy_rotation);
+  const int total_keys = plan.seq_total_keys[0];
+  if (n > total_keys) throw Error("forward: more new tokens than table entries");
+
+  const int H = shape_.hidden_size, I = shape_.intermediate_size, Q = shape_.q_dim(), K = shape_.kv_dim();
+  const int D = shape_.head_dim;
+  const bool decode = n == 1;
+  const int splits = decode ? decode_num_splits(1, shape_.num_kv_heads, plan.max_entries, sm_count_)
+                            : prefill_num_splits(n, shape_.num_heads, shape_.num_kv_heads, int(plan.tiles.size()),
+                                                 sm_count_);
+  ensure_workspace(n, n * shape_.num_heads * splits);
+
+  // One upload per step: tokens, positions, slots, entries, tiles.
+  host_meta_.clear();
+  const std::size_t tokens_at = append_aligned(host_meta_, step.tokens.data(), n);
+  const std::size_t positions_at = append_aligned(host_meta_, step.positions.data(), n);
+  const std::size_t slots_at = append_aligned(host_meta_, step.slots.data(), n);
+  const std::size_t entries_at = append_aligned(host_meta_, plan.entries.data(), plan.entries.size());
+  const std::size_t tiles_at = append_aligned(host_meta_, plan.tiles.data(), plan.tiles.size());
+  const std::size_t offsets_at =
+      append_aligned(host_meta_, plan.seq_entry_offsets.data(), plan.seq_entry_offsets.size());
+  step_meta_.reserve(host_meta_.size());
+  LAZYSCOPE_CUDA_CHECK(
+      cudaMemcpyAsync(step_meta_.as<void>(), host_meta_.data(), host_meta_.size(), cudaMemcpyHostToDevice, stream_));
+  unsigned char* meta = step_meta_.as<unsigned char>();
+  const int32_t* d_tokens = reinterpret_cast<const int32_t*>(meta + tokens_at);
+  const int32_t* d_positions = reinterpret_cast<const int32_t*>(meta + positions_at);
+  const int32_t* d_slots = reinterpret_cast<const int32_t*>(meta + slots_at);
+  const KvEntry* d_entries = reinterpret_cast<const KvEntry*>(meta + entries_at);
+  const KvTile* d_tiles = reinterpret_cast<const KvTile*>(meta + tiles_at);
+  const int32_t* d_offsets = reinterpret_cast<const int32_t*>(meta + offsets_at);
+
+  float* x = x_.as<float>();
+  bf16_bits* h = h_.as<bf16_bits>();
+  bf16_bits* qkv = qkv_.as<bf16_bits>();
+  bf16_bits* attn = attn_.as<bf16_bits>();
+  const int64_t qkv_stride = Q + 2 * K;
+  embedding(d_tokens, n, embed_.as<bf16_bits>(), H, x, stream_);
+  for (int l = 0; l < shape_.num_layers; ++l) {
+    const LayerWeights& w = layers_[l];
+    bf16_bits* k_pool = k_pool_.as<bf16_bits>() + l * layer_pool_elements();
+    bf16_bits* v_pool = v_pool_.as<bf16_bits>() + l * layer_pool_elements();
+    rmsnorm(x, w.attn_norm.as<float>(), n, H, shape_.rms_norm_eps, h, stream_);
+    gemm(h, w.wqkv.as<bf16_bits>(), n, Q + 2 * K, H, qkv, false, false);
+    KvWriteParams kw;
+    kw.k = qkv + Q;
+    kw.v = qkv + Q + K;
+    kw.row_stride = qkv_stride;
+    kw.q = step.lazy_rotation ? nullptr : qkv;  // plain attention wants q rotated at its position
+    kw.q_row_stride = qkv_stride;
+    kw.num_heads = shape_.num_heads;
+    kw.positions = d_positions;
+    kw.slots = d_slots;
+    kw.n = n;
+    kw.num_kv_heads = shape_.num_kv_heads;
+    kw.head_dim = D;
+    kw.block_size = block_size_;
+    kw.inv_freq = inv_freq_.as<float>();
+    kw.k_pool = k_pool;
+    kw.v_pool = v_pool;
+    kv_write(kw, stream_);
+    if (decode) {
+      DecodeParams ap;
+      ap.q = qkv;
+      ap.q_row_stride = qkv_stride;
+      ap.q_positions = d_positions;
+      ap.k_pool = k_pool;
+      ap.v_pool = v_pool;
+      ap.entries = d_entries;
+      ap.seq_entry_offsets = d_offsets;
+      ap.batch = 1;
+      ap.max_entries = plan.max_entries;
+      ap.num_heads = shape_.num_heads;
+      ap.num_kv_heads = shape_.num_kv_heads;
+      ap.head_dim = D;
+      ap.block_size = block_size_;
+      ap.inv_freq = inv_freq_.as<float>();
+      ap.lazy = step.lazy_rotation;
+      ap.out = attn;
+      ap.num_splits = splits;
+      ap.partial_o = partial_o_.as<float>();
+      ap.partial_ml = partial_ml_.as<float>();
+      decode_attention(ap, stream_);
+    } else {
+      PrefillParams ap;
+      ap.q = qkv;
+      ap.q_row_stride = qkv_stride;
+      ap.q_positions = d_positions;
+      ap.k_pool = k_pool;
+      ap.v_pool = v_pool;
+      ap.entries = d_entries;
+      ap.tiles = d_tiles;
+      ap.num_tiles = int(plan.tiles.size());
+      ap.n = n;
+      ap.prior = total_keys - n;
+      ap.num_heads = shape_.num_heads;
+      ap.num_kv_heads = shape_.num_kv_heads;
+      ap.head_dim = D;
+      ap.block_size = block_size_;
+      ap.inv_freq = inv_freq_.as<float>();
+      ap.lazy = step.lazy_rotation;
+      ap.out = attn;
+      ap.num_splits = splits;
+      ap.partial_o = partial_o_.as<float>();
+      ap.partial_ml = partial_ml_.as<float>();
+      prefill_attention(ap, stream_);
+    }
+    gemm(attn, w.wo.as<bf16_bits>(), n, H, Q, x, true, true);  // x += attn @ wo^T
+    rmsnorm(x, w.mlp_norm.as<float>(), n, H, shape_.rms_norm_eps, h, stream_);
+    gemm(h, w.w_gate_up.as<bf16_bits>(), n, 2 * I, H, gate_up_.as<bf16_bits>(), false, false);
+    swiglu(gate_up_.as<bf16_bits>(), n, I, act_.as<bf16_bits>(), stream_);
+    gemm(act_.as<bf16_bits>(), w.w_down.as<bf16_bits>(), n, H, I, x, true, true);  // x += mlp
+  }
+  if (!step.want_logits || logits == nullptr) return;
+  rmsnorm(x + int64_t(n - 1) * H, final_norm_.as<float>(), 1, H, shape_.rms_norm_eps, h, stream_);
+  const bf16_bits* head = tied_ ? embed_.as<bf16_bits>() : lm_head_.as<bf16_bits>();
+  gemm(h, head, 1, shape_.vocab_size, H, logits_.as<float>(), true, false);
+  LAZYSCOPE_CUDA_CHECK(cudaMemcpyAsync(host_logits_, logits_.as<float>(), std::size_t(shape_.vocab_size) * 4,
+                                       cudaMemcpyDeviceToHost, stream_));
+  LAZYSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the one sync of a step: logits to the host
+  logits->assign(host_logits_, host_logits_ + shape_.vocab_size);
+}
+
+void CudaBackend::copy_blocks(std::span<const BlockCopy> copies) {
+  if (copies.empty()) return;
+  for (const BlockCopy& c : copies) {
+    if (c.src < 0 || c.src >= num_blocks_ || c.dst < 0 || c.dst >= num_blocks_) {
+      throw Error("copy_blocks: block out of the pool");
+    }
+    if (c.valid < 1 || c.valid > block_size_) throw Error("copy_blocks: bad valid count");
+  }
+  copies_.reserve(copies.size() * sizeof(BlockCopyOp));
+  LAZYSCOPE_CUDA_CHECK(cudaMemcpyAsync(copies_.as<void>(), copies.data(), copies.size() * sizeof(BlockCopyOp),
+                                       cudaMemcpyHostToDevice, stream_));
+  MaterializeParams mp;
+  mp.copies = copies_.as<BlockCopyOp>();
+  mp.num_copies = int(copies.size());
+  mp.num_layers = shape_.num_layers;
+  mp.layer_stride = layer_pool_elements();
+  mp.num_kv_heads = shape_.num_kv_heads;
+  mp.head_dim = shape_.head_dim;
+  mp.block_size = block_size_;
+  mp.inv_freq = inv_freq_.as<float>();
+  mp.k_pool = k_pool_.as<bf16_bits>();
+  mp.v_pool = v_pool_.as<bf16_bits>();
+  materialize(mp, stream_);
+}
+
+void CudaBackend::synchronize() { LAZYSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+int device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no driver" status
+    return 0;
+  }
+  return count;
+}
+
+std::unique_ptr<Backend> make_backend() { return std::make_unique<CudaBackend>(); }
+
+}  // namespace lazyscope::cuda

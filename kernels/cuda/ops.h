@@ -1,0 +1,27 @@
+#pragma once
+// CUDA Llama ops besides attention (same op names as kernels/cpu/ops.h). bf16 activations,
+// fp32 residual stream; C++17-clean for nvcc.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "kernels/cuda/bf16_host.h"
+
+namespace lazyscope::cuda {
+
+// out[n, hidden] (fp32 residual) = table[ids[i]] (bf16 rows).
+void embedding(const int32_t* ids, int n, const bf16_bits* table, int hidden, float* out, cudaStream_t stream);
+// out (bf16) = x / sqrt(mean(x^2) + eps) * weight, row by row; x fp32, weight fp32.
+void rmsnorm(const float* x, const float* weight, int rows, int cols, float eps, bf16_bits* out,
+             cudaStream_t stream);
+// out[n, inter] = silu(gate) * up, from gate_up[n, 2 * inter] = [gate | up].
+void swiglu(const bf16_bits* gate_up, int rows, int inter, bf16_bits* out, cudaStream_t stream);
+// Deterministic pseudo-normal values (mean 0, std `scale`) straight into a bf16 tensor.
+void fill_random_bf16(bf16_bits* out, int64_t count, uint64_t seed, float scale, cudaStream_t stream);
+void fill_float(float* out, int64_t count, float value, cudaStream_t stream);
+// fp32 → bf16 on the device (weights upload).
+void convert_to_bf16(const float* in, int64_t count, bf16_bits* out, cudaStream_t stream);
+// Index of the largest value (first on ties), written to *out.
+void argmax(const float* x, int n, int32_t* out, cudaStream_t stream);
+
+}  // namespace lazyscope::cuda
