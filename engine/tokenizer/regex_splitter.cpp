@@ -1,0 +1,86 @@
+// PCRE2 wrapper: the tokenizer's pre-tokenizer regexes run here, never in a hand-written splitter.
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "engine/tokenizer/regex_splitter.h"
+
+#include <pcre2.h>
+
+#include "kernels/error.h"
+
+namespace lazyscope {
+
+struct RegexSplitter::Compiled {
+  pcre2_code* code = nullptr;
+  ~Compiled() { pcre2_code_free(code); }
+};
+
+RegexSplitter::RegexSplitter(const std::string& pattern, const std::string& context)
+    : compiled_(std::make_unique<Compiled>()), pattern_(pattern) {
+  int error_code = 0;
+  PCRE2_SIZE error_offset = 0;
+  // MATCH_INVALID_UTF lets arbitrary bytes through: invalid sequences simply never match.
+  const uint32_t options = PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF;
+  compiled_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                                  options, &error_code, &error_offset, nullptr);
+  if (compiled_->code == nullptr) {
+    PCRE2_UCHAR message[256];
+    pcre2_get_error_message(error_code, message, sizeof(message));
+    throw Error(context + ": cannot compile pre-tokenizer regex at offset " +
+                std::to_string(error_offset) + ": " + reinterpret_cast<const char*>(message));
+  }
+  // JIT is an optimisation only; the interpreter gives identical matches when it is unavailable.
+  pcre2_jit_compile(compiled_->code, PCRE2_JIT_COMPLETE);
+}
+
+RegexSplitter::~RegexSplitter() = default;
+RegexSplitter::RegexSplitter(RegexSplitter&&) noexcept = default;
+RegexSplitter& RegexSplitter::operator=(RegexSplitter&&) noexcept = default;
+
+std::vector<std::pair<size_t, size_t>> RegexSplitter::find_all(std::string_view text) const {
+  std::vector<std::pair<size_t, size_t>> matches;
+  pcre2_match_data* match_data = pcre2_match_data_create_from_pattern(compiled_->code, nullptr);
+  if (match_data == nullptr) throw Error("pre-tokenizer regex: out of memory for match data");
+  const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+  size_t offset = 0;
+  while (offset <= text.size()) {
+    const int rc = pcre2_match(compiled_->code, subject, text.size(), offset, 0, match_data, nullptr);
+    if (rc == PCRE2_ERROR_NOMATCH) break;
+    if (rc < 0) {
+      PCRE2_UCHAR message[256];
+      pcre2_get_error_message(rc, message, sizeof(message));
+      pcre2_match_data_free(match_data);
+      throw Error("pre-tokenizer regex /" + pattern_ + "/: matching failed at byte " +
+                  std::to_string(offset) + ": " + reinterpret_cast<const char*>(message));
+    }
+    const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(match_data);
+    const size_t begin = ovector[0];
+    const size_t end = ovector[1];
+    if (end > begin) {
+      matches.emplace_back(begin, end);
+      offset = end;
+    } else {
+      // An empty match yields no piece; step over one whole character to make progress.
+      if (begin >= text.size()) break;
+      size_t step = 1;
+      while (begin + step < text.size() &&
+             (static_cast<uint8_t>(text[begin + step]) & 0xC0) == 0x80)
+        ++step;
+      offset = begin + step;
+    }
+  }
+  pcre2_match_data_free(match_data);
+  return matches;
+}
+
+std::vector<std::string_view> RegexSplitter::split_isolated(std::string_view text) const {
+  std::vector<std::string_view> pieces;
+  size_t cursor = 0;
+  for (const auto& [begin, end] : find_all(text)) {
+    if (begin > cursor) pieces.push_back(text.substr(cursor, begin - cursor));
+    pieces.push_back(text.substr(begin, end - begin));
+    cursor = end;
+  }
+  if (cursor < text.size()) pieces.push_back(text.substr(cursor));
+  return pieces;
+}
+
+}  // namespace lazyscope
