@@ -1,0 +1,150 @@
+#include "app/workbench/engine_worker.h"
+
+#include <exception>
+#include <map>
+
+#include "app/workbench/models/equivalence_model.h"
+#include "engine/model/config.h"
+#include "engine/model/model_loader.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "kernels/error.h"
+
+namespace lazyscope::workbench {
+
+// Forwards engine callbacks (worker thread) as signals; receivers on the GUI thread get them queued.
+class QtEventSink : public EventSink {
+ public:
+  explicit QtEventSink(EngineWorker* worker) : worker_(worker) {}
+  void on_segment(const SegmentEvent& e) override { Q_EMIT worker_->segmentEvent(e); }
+  void on_block(const BlockEvent& e) override { Q_EMIT worker_->blockEvent(e); }
+  void on_request_finished(const RequestFinishedEvent& e) override { Q_EMIT worker_->requestFinished(e); }
+  void on_pool(const PoolEvent& e) override { Q_EMIT worker_->poolEvent(e); }
+
+ private:
+  EngineWorker* worker_;
+};
+
+void register_workbench_metatypes() {
+  qRegisterMetaType<SegmentEvent>();
+  qRegisterMetaType<BlockEvent>();
+  qRegisterMetaType<TokenEvent>();
+  qRegisterMetaType<RequestFinishedEvent>();
+  qRegisterMetaType<PoolEvent>();
+  qRegisterMetaType<PoolSnapshot>();
+  qRegisterMetaType<RunPlan>();
+  qRegisterMetaType<RunSummary>();
+  qRegisterMetaType<ModelInfo>();
+  qRegisterMetaType<EquivalenceReport>();
+}
+
+EngineWorker::EngineWorker(QObject* parent) : QObject(parent), sink_(std::make_unique<QtEventSink>(this)) {}
+
+EngineWorker::~EngineWorker() {
+  session_.reset();  // before the sink it reports to
+}
+
+void EngineWorker::openModel(const QString& path, const QString& backend, qint64 kv_budget_bytes) {
+  Q_EMIT busyChanged(true);
+  try {
+    SessionOptions options;
+    options.model = std::filesystem::path(path.toStdString());
+    options.backend = parse_backend_kind(backend.toStdString());
+    options.kv_budget_bytes = std::size_t(kv_budget_bytes);
+    auto progress = [this](double fraction, std::string_view what) {
+      Q_EMIT this->progress(fraction, QString::fromUtf8(what.data(), qsizetype(what.size())));
+    };
+    auto session = std::make_unique<Session>(options, sink_.get(), progress);
+    session_ = std::move(session);
+    const PoolSnapshot snapshot = session_->snapshot();
+    ModelInfo info;
+    info.name = QString::fromStdString(session_->config().name);
+    info.path = path;
+    info.backend = QString::fromStdString(session_->backend_name());
+    info.device = QString::fromStdString(session_->device());
+    info.block_size = snapshot.block_size;
+    info.pool_blocks = int(snapshot.blocks.size());
+    info.bytes_per_block = qint64(snapshot.bytes_per_block);
+    info.kv_budget_bytes = kv_budget_bytes;
+    Q_EMIT modelOpened(info);
+    Q_EMIT snapshotReady(snapshot);
+  } catch (const std::exception& e) {
+    Q_EMIT failed(QStringLiteral("Could not open the model %1").arg(path), QString::fromUtf8(e.what()));
+  }
+  Q_EMIT busyChanged(false);
+}
+
+void EngineWorker::runPlan(const RunPlan& plan) {
+  if (!session_) {
+    Q_EMIT failed(QStringLiteral("Cannot run"), QStringLiteral("No model is loaded. Use File ▸ Open Model…"));
+    Q_EMIT planFinished(plan.run_index, false);
+    return;
+  }
+  Q_EMIT busyChanged(true);
+  cancel_.store(false);
+  std::map<QString, RunResult> kept;  // lazy and materialized results, for the equivalence view
+  bool cancelled = false;
+  for (const PolicyChoice& choice : plan.policies) {
+    if (cancel_.load()) {
+      cancelled = true;
+      break;
+    }
+    Q_EMIT runStarted(plan.run_index, choice.key);
+    RunSummary summary;
+    summary.run_index = plan.run_index;
+    summary.key = choice.key;
+    try {
+      RunOptions options;
+      options.mode = choice.mode;
+      options.policy = choice.policy;
+      options.max_new_tokens = plan.request.max_new_tokens;
+      options.keep_logits = choice.key == "lazy" || choice.key == "materialized";
+      options.cancel = &cancel_;
+      const QString key = choice.key;
+      auto on_token = [this, key](const TokenEvent& e) {
+        Q_EMIT tokenProduced(key, e.step, QString::fromStdString(e.text), e.ms_since_submit);
+      };
+      RunResult result = session_->submit(plan.request, options, on_token);
+      summary.prompt_tokens = result.prompt_tokens;
+      summary.generated_tokens = int(result.generated_ids.size());
+      summary.generated_text = QString::fromStdString(result.generated_text);
+      summary.ttft_ms = result.ttft_ms;
+      summary.decode_ms_per_token = result.decode_ms_per_token;
+      summary.stats = result.stats;
+      summary.cancelled = result.cancelled;
+      cancelled = cancelled || result.cancelled;
+      if (options.keep_logits) kept[choice.key] = std::move(result);
+    } catch (const std::exception& e) {
+      Q_EMIT failed(QStringLiteral("The %1 run failed").arg(choice.key), QString::fromUtf8(e.what()));
+      summary.cancelled = true;
+      Q_EMIT runFinished(summary);
+      Q_EMIT snapshotReady(session_->snapshot());
+      cancelled = true;
+      break;
+    }
+    Q_EMIT runFinished(summary);
+    Q_EMIT snapshotReady(session_->snapshot());
+  }
+  if (kept.count("lazy") && kept.count("materialized")) {
+    const Tokenizer& tokenizer = session_->tokenizer();
+    EquivalenceReport report = compare_runs(kept["lazy"], kept["materialized"], [&](int32_t id) {
+      return QString::fromStdString(tokenizer.token_text(id));
+    });
+    report.key_a = "lazy";
+    report.key_b = "materialized";
+    Q_EMIT equivalenceReady(report);
+  }
+  Q_EMIT planFinished(plan.run_index, cancelled);
+  Q_EMIT busyChanged(false);
+}
+
+void EngineWorker::clearCache() {
+  if (!session_) return;
+  session_->clear_cache();
+  Q_EMIT snapshotReady(session_->snapshot());
+}
+
+void EngineWorker::emitSnapshot() {
+  if (session_) Q_EMIT snapshotReady(session_->snapshot());
+}
+
+}  // namespace lazyscope::workbench

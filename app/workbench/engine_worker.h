@@ -1,0 +1,58 @@
+#pragma once
+// The engine's home in the GUI: a QObject that lives on its own QThread, owns the Session and
+// turns engine events into queued Qt signals. The GUI only talks to it through queued calls.
+#include <QObject>
+#include <QString>
+#include <atomic>
+#include <memory>
+
+#include "app/workbench/workbench_types.h"
+#include "engine/runtime/session.h"
+
+namespace lazyscope::workbench {
+
+class QtEventSink;
+
+class EngineWorker : public QObject {
+  Q_OBJECT
+ public:
+  explicit EngineWorker(QObject* parent = nullptr);
+  ~EngineWorker() override;
+
+  // Thread-safe: asks a running plan to stop after the current token.
+  void requestStop() { cancel_.store(true); }
+
+ public Q_SLOTS:
+  // Loads the model and builds a fresh Session; on failure the previous session stays usable.
+  void openModel(const QString& path, const QString& backend, qint64 kv_budget_bytes);
+  // Runs every policy column of the plan one after the other on the same session.
+  void runPlan(const lazyscope::workbench::RunPlan& plan);
+  void clearCache();
+  void emitSnapshot();
+
+ Q_SIGNALS:
+  void progress(double fraction, const QString& what);
+  void modelOpened(const lazyscope::workbench::ModelInfo& info);
+  void failed(const QString& what, const QString& message);
+  void busyChanged(bool busy);
+  void runStarted(int run_index, const QString& key);
+  void tokenProduced(const QString& key, int step, const QString& text, double ms_since_submit);
+  void runFinished(const lazyscope::workbench::RunSummary& summary);
+  void planFinished(int run_index, bool cancelled);
+  void equivalenceReady(const lazyscope::workbench::EquivalenceReport& report);
+  void segmentEvent(const lazyscope::SegmentEvent& event);
+  void blockEvent(const lazyscope::BlockEvent& event);
+  void requestFinished(const lazyscope::RequestFinishedEvent& event);
+  void poolEvent(const lazyscope::PoolEvent& event);
+  void snapshotReady(const lazyscope::PoolSnapshot& snapshot);
+
+ private:
+  std::unique_ptr<QtEventSink> sink_;  // outlives session_ (declared first)
+  std::unique_ptr<Session> session_;
+  std::atomic<bool> cancel_{false};
+};
+
+// Registers the value types above for queued connections; call once before connecting.
+void register_workbench_metatypes();
+
+}  // namespace lazyscope::workbench

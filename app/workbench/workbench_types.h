@@ -1,0 +1,93 @@
+#pragma once
+// Plain values that cross from the engine worker thread to the GUI thread as queued signals.
+#include <QMetaType>
+#include <QString>
+#include <QStringList>
+#include <vector>
+
+#include "engine/runtime/events.h"
+#include "engine/runtime/request.h"
+#include "engine/runtime/session.h"
+
+namespace lazyscope::workbench {
+
+// One output column of a run: a named (mode, policy) pair.
+struct PolicyChoice {
+  QString key;  // "lazy", "materialized", "full", "none", "prefix", "positional"
+  Mode mode = Mode::Block;
+  Policy policy = Policy::Lazy;
+};
+
+// Every choice the prompt panel offers, in display order.
+const std::vector<PolicyChoice>& policy_choices();
+PolicyChoice policy_choice(const QString& key);  // throws Error for unknown keys
+
+struct RunPlan {
+  int run_index = 0;  // 1-based, grows with every press of Run
+  Request request;
+  std::vector<PolicyChoice> policies;
+};
+
+// What the GUI keeps of a RunResult (the logits stay on the worker).
+struct RunSummary {
+  int run_index = 0;
+  QString key;
+  int prompt_tokens = 0;
+  int generated_tokens = 0;
+  QString generated_text;
+  double ttft_ms = 0.0;
+  double decode_ms_per_token = 0.0;
+  CacheStats stats;
+  bool cancelled = false;
+};
+
+struct ModelInfo {
+  QString name;
+  QString path;
+  QString backend;
+  QString device;
+  int block_size = 0;
+  int pool_blocks = 0;
+  qint64 bytes_per_block = 0;
+  qint64 kv_budget_bytes = 0;
+};
+
+// Top candidates of one step's logits, for tooltips.
+struct TokenCandidate {
+  QString text;
+  int id = 0;
+  float logit = 0.0f;
+};
+
+struct EquivalenceStep {
+  int step = 0;
+  float max_abs_diff = 0.0f;
+  int argmax_a = -1;
+  int argmax_b = -1;
+  std::vector<TokenCandidate> top_a, top_b;
+  bool mismatch() const { return argmax_a != argmax_b; }
+};
+
+struct EquivalenceReport {
+  QString key_a, key_b;  // "lazy", "materialized"
+  std::vector<EquivalenceStep> steps;
+  int tokens_a = 0, tokens_b = 0;  // generated tokens of each run
+  bool same_tokens = true;         // generated ids identical over the shorter run
+  float max_abs_diff() const;
+  int mismatches() const;
+  int first_mismatch() const;  // -1 when none
+  QString summary() const;
+};
+
+}  // namespace lazyscope::workbench
+
+Q_DECLARE_METATYPE(lazyscope::SegmentEvent)
+Q_DECLARE_METATYPE(lazyscope::BlockEvent)
+Q_DECLARE_METATYPE(lazyscope::TokenEvent)
+Q_DECLARE_METATYPE(lazyscope::RequestFinishedEvent)
+Q_DECLARE_METATYPE(lazyscope::PoolEvent)
+Q_DECLARE_METATYPE(lazyscope::PoolSnapshot)
+Q_DECLARE_METATYPE(lazyscope::workbench::RunPlan)
+Q_DECLARE_METATYPE(lazyscope::workbench::RunSummary)
+Q_DECLARE_METATYPE(lazyscope::workbench::ModelInfo)
+Q_DECLARE_METATYPE(lazyscope::workbench::EquivalenceReport)
