@@ -43,7 +43,9 @@ CorpusData load_2wiki(const std::filesystem::path& path, const LoadOptions& opti
 // TriviaQA RC JSON: {"Data":[{"QuestionId","Question","Answer":{"Value","Aliases"},
 // "EntityPages":[{"Title","Filename"}],"SearchResults":[{"Title","Filename"}]}]}.
 // Evidence text is read from evidence_dir/wikipedia/<Filename> and evidence_dir/web/<Filename>
-// (or taken inline from a "Content"/"wiki_context" field when present). Document id = Filename.
+// (or taken inline from a "Content"/"wiki_context"/"search_context" field when present).
+// Document id = "wikipedia/<Filename>" or "web/<Filename>" (the path under the evidence tree).
+// Evidence articles are long: chunk them (ChunkOptions) before retrieval.
 CorpusData load_triviaqa(const std::filesystem::path& path, const LoadOptions& options = {});
 
 // NarrativeQA: qaps.csv (document_id,set,question,answer1,answer2,...) with the summaries in
