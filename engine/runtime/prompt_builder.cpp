@@ -18,14 +18,15 @@ void check_ids(const std::vector<int32_t>& ids, int vocab_size, const std::strin
 
 }  // namespace
 
-PromptLayout build_prompt_layout(const Request& request, const Tokenizer& tokenizer, int vocab_size) {
+PromptLayout build_prompt_layout(const Request& request, const Tokenizer* tokenizer, int vocab_size) {
   PromptLayout layout;
+  if (!tokenizer && !request.uses_ids()) throw Error("request: this model has no tokenizer; give token ids");
   if (request.prefix_ids) {
     layout.prefix = *request.prefix_ids;
   } else {
-    if (tokenizer.add_bos() && tokenizer.bos_id() >= 0) layout.prefix.push_back(tokenizer.bos_id());
-    if (request.prefix && !request.prefix->empty()) {
-      std::vector<int32_t> ids = tokenizer.encode(*request.prefix);
+    if (tokenizer && tokenizer->add_bos() && tokenizer->bos_id() >= 0) layout.prefix.push_back(tokenizer->bos_id());
+    if (tokenizer && request.prefix && !request.prefix->empty()) {
+      std::vector<int32_t> ids = tokenizer->encode(*request.prefix);
       layout.prefix.insert(layout.prefix.end(), ids.begin(), ids.end());
     }
   }
@@ -36,13 +37,17 @@ PromptLayout build_prompt_layout(const Request& request, const Tokenizer& tokeni
       throw Error("request: order names document " + std::to_string(index) + " of " +
                   std::to_string(request.document_count()));
     }
-    layout.documents.push_back(ids ? request.document_ids[index] : tokenizer.encode(request.documents[index]));
+    layout.documents.push_back(ids ? request.document_ids[index] : tokenizer->encode(request.documents[index]));
     check_ids(layout.documents.back(), vocab_size, "document " + std::to_string(index));
     layout.document_labels.push_back(index < int(request.document_labels.size())
                                          ? request.document_labels[index]
                                          : "doc " + std::to_string(index));
   }
-  layout.query = request.query_ids ? *request.query_ids : tokenizer.encode(request.query);
+  if (request.query_ids) {
+    layout.query = *request.query_ids;
+  } else if (tokenizer) {
+    layout.query = tokenizer->encode(request.query);
+  }
   check_ids(layout.query, vocab_size, "the query");
   return layout;
 }

@@ -7,6 +7,7 @@
 
 namespace lazyscope {
 
-PromptLayout build_prompt_layout(const Request& request, const Tokenizer& tokenizer, int vocab_size);
+// `tokenizer` may be null (synthetic models): the request must then carry token ids.
+PromptLayout build_prompt_layout(const Request& request, const Tokenizer* tokenizer, int vocab_size);
 
 }  // namespace lazyscope

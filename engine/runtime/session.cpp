@@ -9,6 +9,7 @@
 #include "engine/kv/cache_manager.h"
 #include "engine/model/model_loader.h"
 #include "engine/runtime/prompt_builder.h"
+#include "engine/runtime/synthetic.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/error.h"
 
@@ -50,6 +51,17 @@ struct Session::Impl {
   std::unique_ptr<Backend> backend;
   std::unique_ptr<KvCacheManager> cache;
   EventSink* sink = nullptr;
+  bool synthetic = false;  // no tokenizer: requests must carry ids
+  std::string decode(const std::vector<int32_t>& ids) const {
+    if (!synthetic) return model.tokenizer.decode(ids);
+    std::string out;
+    for (int32_t id : ids) {
+      out.push_back('<');
+      out.append(std::to_string(id));
+      out.push_back('>');
+    }
+    return out;
+  }
   mutable std::mutex stats_mutex;
   std::map<Policy, CacheStats> cumulative;
 };
@@ -57,10 +69,19 @@ struct Session::Impl {
 Session::Session(const SessionOptions& options, EventSink* sink, const ProgressFn& progress)
     : impl_(std::make_unique<Impl>()) {
   impl_->sink = sink;
-  impl_->model = load_model(options.model, progress);
   impl_->backend = make_backend(options.backend, options.cpu_threads);
-  if (progress) progress(0.95, "uploading weights to " + impl_->backend->name());
-  impl_->backend->load(impl_->model.config.shape, impl_->model.weights.view());
+  if (!options.synthetic.empty()) {
+    impl_->synthetic = true;
+    impl_->model.config.shape = synthetic_shape(options.synthetic);
+    impl_->model.config.name = "synthetic " + options.synthetic;
+    impl_->model.identity = "synthetic:" + options.synthetic + ":" + std::to_string(options.synthetic_seed);
+    if (progress) progress(0.1, "making synthetic weights on " + impl_->backend->name());
+    impl_->backend->load_synthetic(impl_->model.config.shape, options.synthetic_seed);
+  } else {
+    impl_->model = load_model(options.model, progress);
+    if (progress) progress(0.95, "uploading weights to " + impl_->backend->name());
+    impl_->backend->load(impl_->model.config.shape, impl_->model.weights.view());
+  }
   if (options.block_size < 1 || options.block_size > 1024) {
     throw Error("block size must be between 1 and 1024 tokens");
   }
@@ -111,7 +132,8 @@ RunResult Session::submit(const Request& request, const RunOptions& options, con
   Impl& im = *impl_;
   const ModelShape& shape = im.model.config.shape;
   const Clock::time_point t0 = Clock::now();
-  PromptLayout layout = build_prompt_layout(request, im.model.tokenizer, shape.vocab_size);
+  PromptLayout layout =
+      build_prompt_layout(request, im.synthetic ? nullptr : &im.model.tokenizer, shape.vocab_size);
   RequestPlan plan = im.cache->plan(layout, options.mode, options.policy);
 
   RunResult result;
@@ -161,7 +183,7 @@ RunResult Session::submit(const Request& request, const RunOptions& options, con
     ForwardStep prompt_step{pt.tokens, pt.positions, pt.slots, pt.table, pt.lazy, true};
     im.backend->forward(prompt_step, &logits);
     result.prompt_last_logits = logits;
-    const std::vector<int32_t>& eos = im.model.tokenizer.eos_ids();
+    const std::vector<int32_t> eos = im.synthetic ? std::vector<int32_t>{} : im.model.tokenizer.eos_ids();
     std::string emitted_text;
     Clock::time_point first_token_at = Clock::now();
     for (int step_index = 0; step_index < max_new && !cancelled(); ++step_index) {
@@ -176,7 +198,7 @@ RunResult Session::submit(const Request& request, const RunOptions& options, con
       const bool is_eos = std::find(eos.begin(), eos.end(), token) != eos.end();
       std::vector<int32_t> visible = result.generated_ids;
       if (is_eos) visible.pop_back();
-      std::string text = im.model.tokenizer.decode(visible);
+      std::string text = im.decode(visible);
       TokenEvent te{result.policy, step_index, token,
                     text.size() >= emitted_text.size() ? text.substr(emitted_text.size()) : text, now_ms};
       emitted_text = text;
@@ -195,7 +217,7 @@ RunResult Session::submit(const Request& request, const RunOptions& options, con
     result.cancelled = cancelled();
     std::vector<int32_t> visible = result.generated_ids;
     if (!visible.empty() && std::find(eos.begin(), eos.end(), visible.back()) != eos.end()) visible.pop_back();
-    result.generated_text = im.model.tokenizer.decode(visible);
+    result.generated_text = im.decode(visible);
     if (!options.keep_logits) result.prompt_last_logits.clear();
   } catch (...) {
     im.cache->finish(plan, false);

@@ -24,6 +24,8 @@ struct ModelConfig;
 
 struct SessionOptions {
   std::filesystem::path model;           // HF directory or .gguf
+  std::string synthetic;                 // instead of `model`: random weights of this shape
+  uint64_t synthetic_seed = 1;
   BackendKind backend = BackendKind::Auto;
   std::size_t kv_budget_bytes = 64ull << 20;
   int block_size = 16;
