@@ -57,7 +57,10 @@ EquivalenceReport compare_runs(const RunResult& a, const RunResult& b, const Tok
   return report;
 }
 
-EquivalenceModel::EquivalenceModel(QObject* parent) : QAbstractListModel(parent) {}
+EquivalenceModel::EquivalenceModel(QObject* parent) : QAbstractListModel(parent) {
+  report_.key_a = QStringLiteral("lazy");
+  report_.key_b = QStringLiteral("materialized");
+}
 
 void EquivalenceModel::setReport(const EquivalenceReport& report) {
   beginResetModel();

@@ -1,0 +1,221 @@
+#include "app/workbench/views/block_map_view.h"
+
+#include <QHelpEvent>
+#include <QLabel>
+#include <QPaintEvent>
+#include <QPainter>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QTimer>
+#include <QToolTip>
+#include <QVBoxLayout>
+#include <cmath>
+
+#include "app/workbench/models/cache_stats_model.h"
+
+namespace lazyscope::workbench {
+namespace {
+
+QString swatch(const QColor& color, const QString& text) {
+  return QStringLiteral("<span style='background:%1'>&nbsp;&nbsp;&nbsp;</span>&nbsp;%2")
+      .arg(color.name(), text.toHtmlEscaped());
+}
+
+}  // namespace
+
+BlockGrid::BlockGrid(BlockMapModel* model, QWidget* parent) : QWidget(parent), model_(model) {
+  setMouseTracking(true);
+  setAttribute(Qt::WA_OpaquePaintEvent);
+}
+
+int BlockGrid::columns() const { return std::max(1, (width() - gap_) / pitch()); }
+
+QSize BlockGrid::sizeHint() const {
+  const int cols = std::max(1, (width() - gap_) / pitch());
+  const int rows = (model_->blockCount() + cols - 1) / cols;
+  return {width(), rows * pitch() + gap_};
+}
+
+void BlockGrid::fitTo(const QSize& viewport) {
+  const int blocks = std::max(1, model_->blockCount());
+  // Largest cell (6..22 px) for which every block fits the viewport; else 6 px and scroll.
+  int cell = 22;
+  for (; cell > 6; --cell) {
+    const int p = cell + gap_;
+    const int cols = std::max(1, (viewport.width() - gap_) / p);
+    const int rows = (blocks + cols - 1) / cols;
+    if (rows * p + gap_ <= viewport.height()) break;
+  }
+  cell_ = cell;
+  gap_ = cell >= 10 ? 2 : 1;
+  const int cols = std::max(1, (viewport.width() - gap_) / pitch());
+  const int rows = (model_->blockCount() + cols - 1) / cols;
+  resize(viewport.width(), std::max(viewport.height(), rows * pitch() + gap_));
+  update();
+}
+
+QRect BlockGrid::cellRect(int block) const {
+  const int cols = columns();
+  return QRect(gap_ + (block % cols) * pitch(), gap_ + (block / cols) * pitch(), cell_, cell_);
+}
+
+int BlockGrid::blockAt(const QPoint& pos) const {
+  if (pos.x() < gap_ || pos.y() < gap_) return -1;
+  const int col = (pos.x() - gap_) / pitch();
+  const int row = (pos.y() - gap_) / pitch();
+  if (col >= columns()) return -1;
+  const int block = row * columns() + col;
+  return block < model_->blockCount() && cellRect(block).contains(pos) ? block : -1;
+}
+
+void BlockGrid::paintEvent(QPaintEvent* event) {
+  QPainter p(this);
+  p.fillRect(event->rect(), palette().color(QPalette::Base));
+  const int cols = columns();
+  const int blocks = model_->blockCount();
+  // Only the rows intersecting the exposed rectangle: big pools stay cheap to repaint.
+  const int first_row = std::max(0, (event->rect().top() - gap_) / pitch());
+  const int last_row = (event->rect().bottom() - gap_) / pitch();
+  const qint64 now = model_->nowMs();
+  painted_cells_ = 0;
+  const QBrush hatch(QColor(255, 255, 255, 170), Qt::BDiagPattern);
+  for (int row = first_row; row <= last_row; ++row) {
+    for (int col = 0; col < cols; ++col) {
+      const int block = row * cols + col;
+      if (block >= blocks) break;
+      const QRect cell = cellRect(block);
+      ++painted_cells_;
+      const BlockCell& c = model_->cell(block);
+      p.fillRect(cell, model_->cellColor(block));
+      if (c.segment >= 0 && model_->isCopy(block)) p.fillRect(cell, hatch);
+      if (c.segment < 0) {
+        p.setPen(QColor(210, 213, 220));
+        p.drawRect(cell.adjusted(0, 0, -1, -1));
+      }
+      const QColor flash = model_->flashColor(block, now);
+      if (flash.isValid()) {
+        // A thick ring in the event's colour, fading out.
+        p.setPen(QPen(flash, std::max(2, cell_ / 4)));
+        p.setBrush(Qt::NoBrush);
+        p.drawRect(cell.adjusted(1, 1, -1, -1));
+      }
+    }
+  }
+}
+
+bool BlockGrid::event(QEvent* event) {
+  if (event->type() == QEvent::ToolTip) {
+    auto* help = static_cast<QHelpEvent*>(event);
+    const int block = blockAt(help->pos());
+    if (block >= 0)
+      QToolTip::showText(help->globalPos(), model_->tooltip(block), this, cellRect(block));
+    else
+      QToolTip::hideText();
+    return true;
+  }
+  return QWidget::event(event);
+}
+
+BudgetBar::BudgetBar(BlockMapModel* model, QWidget* parent) : QWidget(parent), model_(model) {
+  setMinimumHeight(22);
+  setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+}
+
+void BudgetBar::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  const QRect bar = rect().adjusted(0, 1, -1, -2);
+  p.fillRect(bar, BlockMapModel::freeColor());
+  const int total = std::max(1, model_->blockCount());
+  const int in_use = model_->inUseBlocks();
+  const int used = model_->usedBlocks();
+  const int w_use = int(std::lround(double(bar.width()) * in_use / total));
+  const int w_cached = int(std::lround(double(bar.width()) * (used - in_use) / total));
+  p.fillRect(QRect(bar.left(), bar.top(), w_use, bar.height()), QColor(52, 101, 164));
+  p.fillRect(QRect(bar.left() + w_use, bar.top(), w_cached, bar.height()), QColor(150, 180, 220));
+  p.setPen(QColor(120, 120, 120));
+  p.drawRect(bar);
+  const qint64 bpb = model_->bytesPerBlock();
+  const QString text = tr("KV pool: %1 of %2 blocks used (%3 %) · %4 held by requests · %5 cached · budget %6")
+                           .arg(used)
+                           .arg(model_->blockCount())
+                           .arg(100.0 * used / total, 0, 'f', 1)
+                           .arg(in_use)
+                           .arg(used - in_use)
+                           .arg(format_bytes(bpb * model_->blockCount()));
+  p.setPen(Qt::black);
+  p.drawText(bar.adjusted(6, 0, -6, 0), Qt::AlignVCenter | Qt::AlignLeft, text);
+}
+
+BlockMapView::BlockMapView(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(6, 4, 6, 4);
+  tally_ = new QLabel(this);
+  tally_->setTextFormat(Qt::RichText);
+  tally_->setWordWrap(true);
+  layout->addWidget(tally_);
+  budget_ = new BudgetBar(&model_, this);
+  layout->addWidget(budget_);
+  scroll_ = new QScrollArea(this);
+  scroll_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  scroll_->setWidgetResizable(false);
+  grid_ = new BlockGrid(&model_, scroll_);
+  scroll_->setWidget(grid_);
+  layout->addWidget(scroll_, 1);
+  legend_ = new QLabel(this);
+  legend_->setTextFormat(Qt::RichText);
+  legend_->setWordWrap(true);
+  layout->addWidget(legend_);
+
+  flash_timer_ = new QTimer(this);
+  flash_timer_->setInterval(40);
+  connect(flash_timer_, &QTimer::timeout, this, [this] {
+    grid_->update();
+    if (!model_.anyFlashing(model_.nowMs())) flash_timer_->stop();
+  });
+  connect(&model_, &BlockMapModel::changed, this, &BlockMapView::refresh);
+  refresh();
+}
+
+void BlockMapView::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  grid_->fitTo(scroll_->viewport()->size());
+}
+
+QString BlockMapView::tallyText() const { return tally_->text(); }
+
+void BlockMapView::refresh() {
+  grid_->fitTo(scroll_->viewport()->size());
+  grid_->update();
+  budget_->update();
+  if (!flash_timer_->isActive() && model_.anyFlashing(model_.nowMs())) flash_timer_->start();
+
+  QStringList lines;
+  for (const RunTally& t : model_.tallies()) {
+    lines << QStringLiteral("<b>%1</b>: <span style='color:#c77800'>%2 new</span> · "
+                            "<span style='color:#008f3a'>%3 reused</span> · "
+                            "<span style='color:#b0008a'>%4 copied</span> · %5 evicted")
+                 .arg(t.key.toHtmlEscaped())
+                 .arg(t.allocated)
+                 .arg(t.hit)
+                 .arg(t.copied)
+                 .arg(t.evicted);
+  }
+  tally_->setText(lines.isEmpty() ? tr("Blocks touched by the last run appear here (new / reused / copied).")
+                                  : tr("Last run, blocks: ") + lines.join(QStringLiteral(" &nbsp;|&nbsp; ")));
+
+  QStringList items;
+  for (const auto& [label, color] : model_.legend()) items << swatch(color, label);
+  QStringList keys;
+  keys << swatch(BlockMapModel::freeColor(), tr("free"));
+  keys << tr("pale = cached, unreferenced · dark = shared · hatched = materialized copy · ring: ")
+       << QStringLiteral("<span style='color:%1'>■ reused</span> <span style='color:%2'>■ new</span> "
+                         "<span style='color:%3'>■ copied</span> <span style='color:%4'>■ evicted</span>")
+              .arg(BlockMapModel::flashColorFor(BlockAction::Hit).name(),
+                   BlockMapModel::flashColorFor(BlockAction::Allocated).name(),
+                   BlockMapModel::flashColorFor(BlockAction::Copied).name(),
+                   BlockMapModel::flashColorFor(BlockAction::Evicted).name());
+  legend_->setText(items.join(QStringLiteral(" &nbsp; ")) + QStringLiteral("<br><small>") +
+                   keys.join(QStringLiteral(" &nbsp; ")) + QStringLiteral("</small>"));
+}
+
+}  // namespace lazyscope::workbench

@@ -1,0 +1,115 @@
+// qcustomplot.h uses Qt's lower-case keywords; this file includes no engine backend header.
+#undef QT_NO_KEYWORDS
+#include <qcustomplot.h>
+
+#include "app/workbench/views/cache_stats_view.h"
+
+#include <QLabel>
+#include <QVBoxLayout>
+
+namespace lazyscope::workbench {
+namespace {
+
+void style_plot(QCustomPlot* plot, const QString& title, const QString& y_label) {
+  plot->plotLayout()->insertRow(0);
+  auto* heading = new QCPTextElement(plot, title, QFont(plot->font().family(), 10, QFont::Bold));
+  plot->plotLayout()->addElement(0, 0, heading);
+  plot->xAxis->setLabel(QStringLiteral("run #"));
+  plot->yAxis->setLabel(y_label);
+  plot->legend->setVisible(true);
+  QFont legend_font = plot->font();
+  legend_font.setPointSizeF(legend_font.pointSizeF() * 0.85);
+  plot->legend->setFont(legend_font);
+  plot->legend->setBrush(QColor(255, 255, 255, 210));
+  plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+  QSharedPointer<QCPAxisTickerFixed> ticker(new QCPAxisTickerFixed);
+  ticker->setTickStep(1.0);
+  ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+  plot->xAxis->setTicker(ticker);
+  plot->setMinimumHeight(150);
+}
+
+}  // namespace
+
+QColor policy_color(const QString& key) {
+  if (key == "lazy") return QColor(31, 119, 180);
+  if (key == "materialized") return QColor(214, 39, 40);
+  if (key == "full") return QColor(90, 90, 90);
+  if (key == "none") return QColor(140, 86, 75);
+  if (key == "prefix") return QColor(44, 160, 44);
+  if (key == "positional") return QColor(148, 103, 189);
+  return QColor(23, 190, 207);
+}
+
+CacheStatsView::CacheStatsView(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  hits_ = new QCustomPlot(this);
+  bytes_ = new QCustomPlot(this);
+  style_plot(hits_, tr("Hit ratio per run (solid: token level, dashed: document level)"), tr("hit ratio %"));
+  style_plot(bytes_, tr("KV bytes per run (solid: stored, dashed: copied)"), tr("MiB"));
+  totals_ = new QLabel(this);
+  totals_->setWordWrap(true);
+  layout->addWidget(hits_, 1);
+  layout->addWidget(bytes_, 1);
+  layout->addWidget(totals_);
+  connect(&model_, &CacheStatsModel::rowsInserted, this, &CacheStatsView::replot);
+  connect(&model_, &CacheStatsModel::modelReset, this, &CacheStatsView::replot);
+  replot();
+}
+
+int CacheStatsView::hitGraphCount() const { return hits_->graphCount(); }
+
+void CacheStatsView::replot() {
+  hits_->clearGraphs();
+  bytes_->clearGraphs();
+  const QStringList policies = model_.policies();
+  double max_mib = 0.01;
+  int max_run = 1;
+  QStringList totals;
+  for (const QString& key : policies) {
+    QVector<double> x, token_hits, doc_hits, stored, copied;
+    CacheStats last_cumulative;
+    for (const StatsRow& row : model_.rows()) {
+      if (row.policy != key) continue;
+      x << row.run_index;
+      token_hits << 100.0 * row.stats.token_hit_ratio();
+      doc_hits << 100.0 * row.stats.document_hit_ratio();
+      stored << double(row.stats.bytes_stored) / double(1 << 20);
+      copied << double(row.stats.bytes_copied) / double(1 << 20);
+      max_mib = std::max({max_mib, stored.back(), copied.back()});
+      max_run = std::max(max_run, row.run_index);
+      last_cumulative = row.cumulative;
+    }
+    const QColor color = policy_color(key);
+    auto add = [&](QCustomPlot* plot, const QVector<double>& y, const QString& name, bool dashed) {
+      QCPGraph* graph = plot->addGraph();
+      graph->setData(x, y);
+      graph->setName(name);
+      QPen pen(color, 2.2);
+      if (dashed) pen.setStyle(Qt::DashLine);
+      graph->setPen(pen);
+      graph->setScatterStyle(QCPScatterStyle(dashed ? QCPScatterStyle::ssSquare : QCPScatterStyle::ssDisc, 7));
+    };
+    add(hits_, token_hits, key + tr(" tokens"), false);
+    add(hits_, doc_hits, key + tr(" docs"), true);
+    add(bytes_, stored, key + tr(" stored"), false);
+    add(bytes_, copied, key + tr(" copied"), true);
+    totals << tr("<b>%1</b> session: %2 % token hits, %3 % doc hits, %4 copied")
+                  .arg(key)
+                  .arg(100.0 * last_cumulative.token_hit_ratio(), 0, 'f', 1)
+                  .arg(100.0 * last_cumulative.document_hit_ratio(), 0, 'f', 1)
+                  .arg(format_bytes(last_cumulative.bytes_copied));
+  }
+  hits_->xAxis->setRange(0.5, max_run + 0.5);
+  hits_->yAxis->setRange(-3, 105);
+  bytes_->xAxis->setRange(0.5, max_run + 0.5);
+  bytes_->yAxis->setRange(0, max_mib * 1.15);
+  hits_->legend->setVisible(!policies.isEmpty());
+  bytes_->legend->setVisible(!policies.isEmpty());
+  hits_->replot();
+  bytes_->replot();
+  totals_->setText(totals.isEmpty() ? tr("No runs yet.") : totals.join(QStringLiteral(" &nbsp;|&nbsp; ")));
+}
+
+}  // namespace lazyscope::workbench

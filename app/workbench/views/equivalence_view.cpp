@@ -1,0 +1,168 @@
+#include "app/workbench/views/equivalence_view.h"
+
+#include <QHBoxLayout>
+#include <QHelpEvent>
+#include <QLabel>
+#include <QLinearGradient>
+#include <QPainter>
+#include <QToolTip>
+#include <QVBoxLayout>
+#include <cmath>
+
+namespace lazyscope::workbench {
+namespace {
+
+constexpr int kStripHeight = 30;
+constexpr int kTop = 4;
+
+// A colour bar from 1e-7 to 1e-1 with labels, so the strip's colours read as numbers.
+class DifferenceScale : public QWidget {
+ public:
+  using QWidget::QWidget;
+  QSize sizeHint() const override { return {260, 30}; }
+
+ protected:
+  void paintEvent(QPaintEvent*) override {
+    QPainter p(this);
+    const QRect bar(4, 2, width() - 8, 10);
+    for (int x = 0; x < bar.width(); ++x) {
+      const double exponent = -7.0 + 6.0 * x / std::max(1, bar.width() - 1);
+      p.setPen(difference_color(std::pow(10.0, exponent)));
+      p.drawLine(bar.left() + x, bar.top(), bar.left() + x, bar.bottom());
+    }
+    p.setPen(palette().color(QPalette::WindowText));
+    QFont f = font();
+    f.setPointSizeF(f.pointSizeF() * 0.85);
+    p.setFont(f);
+    const char* labels[] = {"≤1e-7", "1e-5", "1e-3", "≥1e-1"};
+    for (int i = 0; i < 4; ++i) {
+      const int x = bar.left() + i * (bar.width() - 1) / 3;
+      const QString text = QString::fromUtf8(labels[i]);
+      const int w = p.fontMetrics().horizontalAdvance(text);
+      p.drawText(std::clamp(x - w / 2, 0, width() - w), bar.bottom() + p.fontMetrics().ascent() + 2, text);
+    }
+  }
+};
+
+}  // namespace
+
+QColor difference_color(double max_abs_diff) {
+  if (!std::isfinite(max_abs_diff)) return QColor(120, 0, 0);
+  const double exponent = max_abs_diff <= 0 ? -7.0 : std::clamp(std::log10(max_abs_diff), -7.0, -1.0);
+  const double t = (exponent + 7.0) / 6.0;  // 0 = identical, 1 = large
+  // green -> yellow -> red
+  const QColor green(46, 160, 67), yellow(240, 200, 40), red(215, 40, 40);
+  auto mix = [](const QColor& a, const QColor& b, double s) {
+    return QColor(int(a.red() + (b.red() - a.red()) * s), int(a.green() + (b.green() - a.green()) * s),
+                  int(a.blue() + (b.blue() - a.blue()) * s));
+  };
+  return t < 0.5 ? mix(green, yellow, t * 2) : mix(yellow, red, (t - 0.5) * 2);
+}
+
+EquivalenceStrip::EquivalenceStrip(EquivalenceModel* model, QWidget* parent) : QWidget(parent), model_(model) {
+  setMouseTracking(true);
+  setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+  connect(model_, &EquivalenceModel::reportChanged, this, qOverload<>(&QWidget::update));
+}
+
+QSize EquivalenceStrip::sizeHint() const { return {600, kStripHeight + kTop + 18}; }
+QSize EquivalenceStrip::minimumSizeHint() const { return {100, kStripHeight + kTop + 18}; }
+
+int EquivalenceStrip::cellWidth() const {
+  const int steps = model_->rowCount();
+  if (steps == 0) return 0;
+  return std::clamp((width() - 8) / steps, 3, 36);
+}
+
+QRect EquivalenceStrip::cellRect(int step) const {
+  const int w = cellWidth();
+  return QRect(4 + step * w, kTop, std::max(1, w - (w > 6 ? 1 : 0)), kStripHeight);
+}
+
+int EquivalenceStrip::stepAt(const QPoint& pos) const {
+  const int w = cellWidth();
+  if (w == 0 || pos.y() < kTop || pos.y() > kTop + kStripHeight) return -1;
+  const int step = (pos.x() - 4) / w;
+  return step >= 0 && step < model_->rowCount() && pos.x() >= 4 ? step : -1;
+}
+
+void EquivalenceStrip::paintEvent(QPaintEvent* event) {
+  QPainter p(this);
+  p.fillRect(rect(), palette().color(QPalette::Base));
+  const auto& steps = model_->report().steps;
+  if (steps.empty()) {
+    p.setPen(palette().color(QPalette::PlaceholderText));
+    p.drawText(rect(), Qt::AlignCenter, tr("Run lazy and materialized to compare their logits step by step."));
+    return;
+  }
+  const int w = cellWidth();
+  const int first = std::max(0, (event->rect().left() - 4) / std::max(1, w));
+  const int last = std::min(int(steps.size()) - 1, (event->rect().right() - 4) / std::max(1, w));
+  QFont small = font();
+  small.setPointSizeF(small.pointSizeF() * 0.8);
+  p.setFont(small);
+  const int label_every = std::max(1, int(std::ceil(36.0 / w)));
+  for (int i = first; i <= last; ++i) {
+    const EquivalenceStep& step = steps[size_t(i)];
+    const QRect cell = cellRect(i);
+    p.fillRect(cell, difference_color(step.max_abs_diff));
+    if (step.mismatch()) {
+      // A mismatch is drawn as a black frame with a cross: visible even on a red cell.
+      p.setPen(QPen(Qt::black, 2));
+      p.drawRect(cell.adjusted(1, 1, -1, -1));
+      p.drawLine(cell.topLeft() + QPoint(2, 2), cell.bottomRight() - QPoint(2, 2));
+      p.drawLine(cell.bottomLeft() + QPoint(2, -2), cell.topRight() + QPoint(-2, 2));
+    }
+    if (i % label_every == 0) {
+      p.setPen(palette().color(QPalette::WindowText));
+      p.drawText(QPoint(cell.left(), kTop + kStripHeight + 13), QString::number(i));
+    }
+  }
+}
+
+bool EquivalenceStrip::event(QEvent* event) {
+  if (event->type() == QEvent::ToolTip) {
+    auto* help = static_cast<QHelpEvent*>(event);
+    const int step = stepAt(help->pos());
+    if (step >= 0)
+      QToolTip::showText(help->globalPos(), model_->tooltip(step), this, cellRect(step));
+    else
+      QToolTip::hideText();
+    return true;
+  }
+  return QWidget::event(event);
+}
+
+EquivalenceView::EquivalenceView(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(6, 4, 6, 4);
+  auto* top = new QHBoxLayout;
+  summary_ = new QLabel(this);
+  summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  QFont f = summary_->font();
+  f.setPointSizeF(f.pointSizeF() * 1.1);
+  summary_->setFont(f);
+  top->addWidget(summary_, 1);
+  top->addWidget(new QLabel(tr("max |Δlogit| per step:"), this));
+  top->addWidget(new DifferenceScale(this));
+  layout->addLayout(top);
+  strip_ = new EquivalenceStrip(&model_, this);
+  layout->addWidget(strip_);
+  layout->addStretch();
+  connect(&model_, &EquivalenceModel::reportChanged, this, &EquivalenceView::refresh);
+  refresh();
+}
+
+QString EquivalenceView::summaryText() const { return model_.summary(); }
+
+void EquivalenceView::refresh() {
+  const auto& report = model_.report();
+  const bool ok = !report.steps.empty() && report.mismatches() == 0 && report.same_tokens;
+  const QString mark = report.steps.empty() ? QString() : (ok ? QStringLiteral("✔ ") : QStringLiteral("✘ "));
+  summary_->setText(mark + model_.summary());
+  summary_->setStyleSheet(report.steps.empty() ? QString()
+                                               : (ok ? QStringLiteral("color:#1a7f37; font-weight:bold")
+                                                     : QStringLiteral("color:#b00020; font-weight:bold")));
+}
+
+}  // namespace lazyscope::workbench
