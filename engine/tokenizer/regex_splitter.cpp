@@ -8,6 +8,63 @@
 
 namespace lazyscope {
 
+namespace {
+
+// Unicode White_Space, which is what \s means in Oniguruma (HF tokenizers' regex engine). PCRE2's
+// own \s also matches U+180E, which would split differently.
+constexpr const char* kWhiteSpaceSet =
+    R"(\t\n\x0B\f\r\x20\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000})";
+
+// Rewrites \s and \S (outside and inside character classes) to the explicit White_Space set.
+std::string with_oniguruma_whitespace(const std::string& pattern) {
+  std::string out;
+  out.reserve(pattern.size() + 64);
+  bool in_class = false;
+  size_t class_start = 0;  // index just after '[' or '[^', where a ']' is still a literal
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '\\' && i + 1 < pattern.size()) {
+      const char next = pattern[i + 1];
+      if (next == 'Q') {  // \Q...\E is literal text: copy it untouched
+        const size_t end = pattern.find("\\E", i + 2);
+        const size_t stop = end == std::string::npos ? pattern.size() : end + 2;
+        out.append(pattern, i, stop - i);
+        i = stop - 1;
+      } else if (next == 's') {
+        out += in_class ? std::string(kWhiteSpaceSet) : "[" + std::string(kWhiteSpaceSet) + "]";
+        ++i;
+      } else if (next == 'S' && !in_class) {
+        out += "[^" + std::string(kWhiteSpaceSet) + "]";
+        ++i;
+      } else {
+        out += c;
+        out += next;
+        ++i;
+      }
+      continue;
+    }
+    if (!in_class && c == '[') {
+      in_class = true;
+      out += c;
+      if (i + 1 < pattern.size() && pattern[i + 1] == '^') out += pattern[++i];
+      class_start = i + 1;
+      continue;
+    }
+    if (in_class && c == '[' && i + 1 < pattern.size() && pattern[i + 1] == ':') {
+      const size_t end = pattern.find(":]", i + 2);  // POSIX class such as [:alpha:]
+      const size_t stop = end == std::string::npos ? pattern.size() : end + 2;
+      out.append(pattern, i, stop - i);
+      i = stop - 1;
+      continue;
+    }
+    if (in_class && c == ']' && i != class_start) in_class = false;
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
 struct RegexSplitter::Compiled {
   pcre2_code* code = nullptr;
   ~Compiled() { pcre2_code_free(code); }
@@ -19,7 +76,8 @@ RegexSplitter::RegexSplitter(const std::string& pattern, const std::string& cont
   PCRE2_SIZE error_offset = 0;
   // MATCH_INVALID_UTF lets arbitrary bytes through: invalid sequences simply never match.
   const uint32_t options = PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF;
-  compiled_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+  const std::string translated = with_oniguruma_whitespace(pattern);
+  compiled_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(translated.data()), translated.size(),
                                   options, &error_code, &error_offset, nullptr);
   if (compiled_->code == nullptr) {
     PCRE2_UCHAR message[256];

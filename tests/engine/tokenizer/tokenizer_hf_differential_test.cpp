@@ -1,0 +1,189 @@
+// Differential test: our encoder against the PyPI `tokenizers` library on the same tokenizer.json,
+// over thousands of random and adversarial strings (fixed seed), for several pre-tokenizer setups.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "engine/tokenizer/byte_level.h"
+#include "engine/tokenizer/regex_splitter.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "tests/engine/tokenizer/tokenizer_test_util.h"
+
+namespace lazyscope {
+namespace {
+
+using nlohmann::json;
+using namespace tokenizer_testing;
+
+constexpr const char* kReferenceScript = R"PY(
+import json, sys
+from tokenizers import Tokenizer
+strings = json.load(open(sys.argv[1], encoding="utf-8"))
+result = {}
+for path in sys.argv[3:]:
+    tokenizer = Tokenizer.from_file(path)
+    result[path] = [e.ids for e in tokenizer.encode_batch(strings, add_special_tokens=False)]
+json.dump(result, open(sys.argv[2], "w"))
+)PY";
+
+// Code points chosen to hit each regex branch and the Unicode classes the two engines must agree on.
+std::string random_adversarial_string(std::mt19937& rng) {
+  static const std::vector<std::string> fragments = {
+      "'s", "'S", "'t", "'T", "'re", "'RE", "'rE", "'ve", "'Ve", "'m", "'M", "'ll", "'lL", "'d",
+      "'D", "'", "''", "'x", "\u2019s", " '", "'ſ", "<|begin_of_text|>", "<|eot_id|>", "<|eot_id",
+      "<|end_of_text|>", "<|", "|>", "\r\n", "\n\n", "\r", " \n", "\t", "  ", "   ", "\u00a0",
+      "\u2003", "\u3000", "\u0085", "\u2028", "\u200b", "\ufeff", "\u180e", "\u000b", "\u000c",
+      "123", "4567", "0", "٣٤", "３４５", "Ⅻ", "½", "²", "e\u0301", "\u0301", "ﬁ", "İ", "ß", "Ω",
+      "river", " river", "<tag>", "<mask>", "Harrowmere", " the", "The", "THE", "😀", "👍🏽",
+      "👨‍👩‍👧", "❤️", "🇫🇷", "日本", "한국어", "中文", "ไทย", "हिन्दी", "עברית", "العربية", "...",
+      "!?", "—", "«»", "(", ")", "{", "}", "$", "€", "#", "_", "\\", "\u0000", "\u007f", "\u00ad"};
+  std::uniform_int_distribution<int> parts_dist(1, 12);
+  std::uniform_int_distribution<size_t> fragment_dist(0, fragments.size() - 1);
+  std::uniform_int_distribution<int> kind_dist(0, 7);
+  std::string text;
+  const int parts = parts_dist(rng);
+  for (int i = 0; i < parts; ++i) {
+    switch (kind_dist(rng)) {
+      case 0: case 1: case 2: text += fragments[fragment_dist(rng)]; break;
+      case 3: {  // a short ASCII word
+        const int length = std::uniform_int_distribution<int>(1, 8)(rng);
+        for (int j = 0; j < length; ++j)
+          text.push_back(static_cast<char>(std::uniform_int_distribution<int>('a', 'z')(rng)));
+        break;
+      }
+      case 4: text.push_back(static_cast<char>(std::uniform_int_distribution<int>(0x20, 0x7E)(rng))); break;
+      case 5: byte_level::append_utf8(std::uniform_int_distribution<uint32_t>(0xA0, 0x24F)(rng), text); break;
+      case 6: byte_level::append_utf8(std::uniform_int_distribution<uint32_t>(0x1, 0x1F)(rng), text); break;
+      default: {
+        // The system PCRE2 may know an older Unicode than HF's Oniguruma: letters assigned since
+        // then would be classified differently, so only code points PCRE2 knows are drawn.
+        static const RegexSplitter unassigned(R"(\p{Cn})", "test");
+        std::string character;
+        do {
+          uint32_t cp = 0;
+          do cp = std::uniform_int_distribution<uint32_t>(1, 0x2FFFF)(rng);
+          while (cp >= 0xD800 && cp <= 0xDFFF);
+          character.clear();
+          byte_level::append_utf8(cp, character);
+        } while (!unassigned.find_all(character).empty());
+        text += character;
+      }
+    }
+  }
+  return text;
+}
+
+std::vector<std::string> differential_strings() {
+  std::vector<std::string> strings = {
+      "", " ", "  ", "\n", "Hello world", "Hello  world", " leading", "trailing ", "a\n\nb",
+      "It's, they're, we've, I'm, you'll, he'd, don't", "IT'S THEY'RE WE'VE I'M YOU'LL HE'D DON'T",
+      "1 12 123 1234 12345 123456 1234567", "3.14159 2,417 1e-9 0x1F", "café naïve façade Straße",
+      "日本語のテキスト、中文文本。", "😀 👍🏽 👨‍👩‍👧 ❤️ 🇫🇷", "tab\there", "cr\r\nlf\rcr",
+      "<|begin_of_text|>Hello<|eot_id|>", "<|begin_of_text|", "x<|end_of_text|>y", "    indented",
+      "end.\n\n\n", "  \n  \n", "!!!???", "a'b'c'd", "riverside river rivers", "<tag><tag>",
+      "hi <mask> there", "spaces   <mask>   around", std::string(300, ' '), std::string(100, '9'),
+      std::string(200, 'a'), "'''s'''", "\u00a0\u00a0x", "x\u3000y", "e\u0301\u0301\u0301"};
+  for (const auto& text : bundled_texts()) {
+    size_t begin = 0;
+    while (begin < text.size()) {
+      const size_t end = std::min(text.size(), text.find('\n', begin) == std::string::npos
+                                                   ? text.size()
+                                                   : text.find('\n', begin) + 1);
+      strings.push_back(text.substr(begin, end - begin));
+      begin = end;
+    }
+    strings.push_back(text);
+  }
+  std::mt19937 rng(1234567);
+  for (int i = 0; i < 4000; ++i) strings.push_back(random_adversarial_string(rng));
+  return strings;
+}
+
+struct Variant {
+  std::string name;
+  json config;
+};
+
+std::vector<Variant> variants() {
+  const json llama3 = json::parse(trained_tokenizer_json());
+  std::vector<Variant> result{{"llama3", llama3}};
+
+  json ignore_merges = llama3;
+  ignore_merges["model"]["ignore_merges"] = true;
+  result.push_back({"llama3_ignore_merges", ignore_merges});
+
+  json gpt2 = llama3;
+  gpt2["pre_tokenizer"] =
+      json{{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}};
+  gpt2["post_processor"] =
+      json{{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", false}, {"use_regex", true}};
+  result.push_back({"gpt2", gpt2});
+
+  json gpt2_prefix = gpt2;
+  gpt2_prefix["pre_tokenizer"]["add_prefix_space"] = true;
+  result.push_back({"gpt2_prefix_space", gpt2_prefix});
+
+  json added = llama3;
+  const auto token = [](int id, const char* content, bool special, bool normalized, bool strip) {
+    return json{{"id", id},         {"content", content}, {"single_word", false}, {"lstrip", strip},
+                {"rstrip", strip},  {"normalized", normalized}, {"special", special}};
+  };
+  added["added_tokens"].push_back(token(2048, "river", false, true, false));
+  added["added_tokens"].push_back(token(2049, "<tag>", false, false, false));
+  added["added_tokens"].push_back(token(2050, "<mask>", true, false, true));
+  added["added_tokens"].push_back(token(2051, "Harrow", false, true, false));
+  result.push_back({"added_tokens", added});
+  return result;
+}
+
+TEST(TokenizerVersusHfTokenizers, EncodesExactlyTheSameIds) {
+  const std::filesystem::path python = LAZYSCOPE_PYTHON;
+  if (!std::filesystem::exists(python)) GTEST_SKIP() << "no Python at " << python;
+  const auto dir = scratch_dir("tokdiff");
+  const auto strings = differential_strings();
+  write_file(dir / "strings.json", json(strings).dump());
+  write_file(dir / "reference.py", kReferenceScript);
+  std::string command = shell_quote(python.string()) + " " + shell_quote((dir / "reference.py").string()) +
+                        " " + shell_quote((dir / "strings.json").string()) + " " +
+                        shell_quote((dir / "ids.json").string());
+  const auto all_variants = variants();
+  for (const auto& variant : all_variants) {
+    const auto path = dir / (variant.name + ".json");
+    write_file(path, variant.config.dump(1));
+    command += " " + shell_quote(path.string());
+  }
+  std::string output;
+  ASSERT_EQ(run_command(command, output), 0) << "reference script failed:\n" << output;
+  const json reference = json::parse(read_file(dir / "ids.json"));
+
+  size_t compared = 0;
+  for (const auto& variant : all_variants) {
+    const auto path = dir / (variant.name + ".json");
+    const Tokenizer ours = Tokenizer::from_json_file(path);
+    const auto& expected_all = reference.at(path.string());
+    ASSERT_EQ(expected_all.size(), strings.size());
+    int mismatches = 0;
+    for (size_t i = 0; i < strings.size(); ++i) {
+      const auto expected = expected_all[i].get<std::vector<int32_t>>();
+      const auto actual = ours.encode(strings[i]);
+      ++compared;
+      if (actual != expected && ++mismatches <= 5) {
+        ADD_FAILURE() << variant.name << " string " << i << " " << json(strings[i]).dump()
+                      << "\n ours " << json(actual).dump() << "\n   HF " << json(expected).dump();
+      }
+      if (actual == expected && variant.name == "llama3") {
+        EXPECT_EQ(ours.decode(actual), strings[i]);
+      }
+    }
+    EXPECT_EQ(mismatches, 0) << variant.name << ": " << mismatches << " of " << strings.size()
+                             << " strings differ";
+  }
+  RecordProperty("strings_compared", static_cast<int>(compared));
+  std::printf("compared %zu encodings (%zu strings x %zu tokenizer variants) with HF tokenizers\n",
+              compared, strings.size(), all_variants.size());
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace lazyscope
