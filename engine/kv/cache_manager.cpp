@@ -284,19 +284,9 @@ void KvCacheManager::plan_block(const PromptLayout& layout, RequestPlan& plan) {
 
     // The document's KV at its encoding positions [P, P+L): cached, encoded earlier in this
     // request, or encoded now.
-    auto base_segment = [&](bool publish, bool* encoded_now) -> int64_t {
-      *encoded_now = false;
-      if (auto it = bases_this_request.find(doc_key); it != bases_this_request.end() && plan.policy != Policy::None) {
-        return it->second;
-      }
-      if (publish) {
-        if (CachedSegment* hit = find_published(doc_key, doc)) {
-          acquire(*hit, plan, true);
-          bases_this_request[doc_key] = hit->id;
-          return hit->id;
-        }
-      }
-      CachedSegment& s = new_segment(SegmentKind::Document, label, doc_key);
+    // Encodes the document at [P, P+L) into a new segment keyed `key`.
+    auto encode_new = [&](bool publish, uint64_t key) -> int64_t {
+      CachedSegment& s = new_segment(SegmentKind::Document, label, key);
       s.tokens = doc;
       s.encode_position = P;
       const int64_t id = s.id;
@@ -311,8 +301,25 @@ void KvCacheManager::plan_block(const PromptLayout& layout, RequestPlan& plan) {
       Builder::fill(segments_.at(id).blocks, L, B, 0, &task.slots, &task.table);
       plan.encodes.push_back(std::move(task));
       bases_this_request[doc_key] = id;
-      *encoded_now = true;
       return id;
+    };
+
+    // The document's KV at its encoding positions [P, P+L): cached, encoded earlier in this
+    // request, or encoded now.
+    auto base_segment = [&](bool publish, bool* encoded_now) -> int64_t {
+      *encoded_now = false;
+      if (auto it = bases_this_request.find(doc_key); it != bases_this_request.end() && plan.policy != Policy::None) {
+        return it->second;
+      }
+      if (publish) {
+        if (CachedSegment* hit = find_published(doc_key, doc)) {
+          acquire(*hit, plan, true);
+          bases_this_request[doc_key] = hit->id;
+          return hit->id;
+        }
+      }
+      *encoded_now = true;
+      return encode_new(publish, doc_key);
     };
 
     // A copy of `base` with keys rotated by `shift` (materialize).
@@ -362,8 +369,8 @@ void KvCacheManager::plan_block(const PromptLayout& layout, RequestPlan& plan) {
         } else if (auto it = bases_this_request.find(pos_key); it != bases_this_request.end()) {
           used = it->second;
         } else if (shift == 0) {
-          used = base_segment(true, &encoded);  // encoded where it sits: the copy is the base
-          segments_.at(used).key = pos_key;
+          used = encode_new(true, pos_key);  // encoded where it sits: the copy is the base
+          encoded = true;
           bases_this_request[pos_key] = used;
         } else {
           const int64_t base = base_segment(false, &encoded);
