@@ -1,0 +1,395 @@
+// GPU attention, KV write and materialize kernels against the CPU reference (kernels/cpu).
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpu_test_util.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cuda/attention.h"
+#include "kernels/cuda/attention_plan.h"
+#include "kernels/rope.h"
+
+namespace lazyscope::cuda {
+namespace {
+
+using test::download_bf16;
+using test::random_bf16_values;
+using test::relative_error;
+using test::upload;
+using test::upload_as_bf16;
+
+// bf16 inputs, fp32 accumulation, bf16 output: errors land near 1e-3..1e-2.
+constexpr double kTolerance = 2e-2;
+
+enum class Shifts { Zero, Small, Large };
+
+struct Case {
+  int head_dim;
+  int ratio;       // query heads per KV head
+  int block_size;
+  Shifts shifts;
+  bool lazy;
+};
+
+std::string case_name(const testing::TestParamInfo<Case>& info) {
+  const Case& c = info.param;
+  const char* shifts = c.shifts == Shifts::Zero ? "zero" : c.shifts == Shifts::Small ? "small" : "large";
+  return "D" + std::to_string(c.head_dim) + "_gqa" + std::to_string(c.ratio) + "_bs" + std::to_string(c.block_size) +
+         "_" + shifts + (c.lazy ? "_lazy" : "_plain");
+}
+
+constexpr int kKvHeads = 2;
+constexpr int kPoolBlocks = 96;
+
+struct Pool {
+  std::vector<float> k, v;
+};
+
+Pool random_pool(const Case& c, std::mt19937& rng) {
+  const std::size_t count = std::size_t(kPoolBlocks) * kKvHeads * c.block_size * c.head_dim;
+  return {random_bf16_values(count, rng), random_bf16_values(count, rng)};
+}
+
+int shift_value(Shifts kind, int which) {
+  if (kind == Shifts::Zero) return 0;
+  if (kind == Shifts::Small) return which * 37 - 11;
+  return 65536 + 4500 * which + 7;  // past 16 bits
+}
+
+// A table of documents (one repeated at another shift), partial blocks, then the new tokens'
+// blocks (shift 0). `first_block` keeps sequences of a batch apart in the pool.
+std::vector<BlockRef> make_table(const Case& c, int variant, int new_tokens, int first_block) {
+  std::vector<BlockRef> table;
+  int next = first_block;
+  auto add_doc = [&](int blocks, int last_valid, int shift) {
+    std::vector<BlockRef> doc;
+    for (int b = 0; b < blocks; ++b) {
+      doc.push_back(BlockRef{next++, shift, b + 1 == blocks ? last_valid : c.block_size});
+    }
+    table.insert(table.end(), doc.begin(), doc.end());
+    return doc;
+  };
+  std::vector<BlockRef> doc_a = add_doc(3 + variant, c.block_size - 5, shift_value(c.shifts, 1));
+  add_doc(2, c.block_size, shift_value(c.shifts, 2));
+  if (variant != 1) {
+    // The same document again, at a different shift: blocks shared, only the shift differs.
+    for (BlockRef ref : doc_a) {
+      ref.shift = shift_value(c.shifts, 3);
+      table.push_back(ref);
+    }
+  }
+  add_doc(1, 3, shift_value(c.shifts, 4));
+  // The new tokens' blocks, shift 0, the last one partial.
+  int remaining = new_tokens;
+  while (remaining > 0) {
+    const int take = std::min(remaining, remaining > c.block_size ? c.block_size : remaining);
+    table.push_back(BlockRef{next++, 0, take});
+    remaining -= take;
+  }
+  return table;
+}
+
+std::vector<float> cpu_attention(const Case& c, const Pool& pool, const std::vector<BlockRef>& table,
+                                 const std::vector<float>& q, const std::vector<int32_t>& positions, int n,
+                                 const std::vector<float>& inv_freq) {
+  const int heads = kKvHeads * c.ratio;
+  std::vector<float> out(std::size_t(n) * heads * c.head_dim);
+  cpu::PagedAttentionParams p;
+  p.q = q.data();
+  p.q_positions = positions.data();
+  p.k_pool = pool.k.data();
+  p.v_pool = pool.v.data();
+  p.table = table.data();
+  p.table_len = int(table.size());
+  p.n = n;
+  p.num_heads = heads;
+  p.num_kv_heads = kKvHeads;
+  p.head_dim = c.head_dim;
+  p.block_size = c.block_size;
+  p.inv_freq = inv_freq.data();
+  p.lazy = c.lazy;
+  p.out = out.data();
+  cpu::paged_attention(p, 4);
+  return out;
+}
+
+// Plain kernels take the query already rotated at its position (RoPE at write time).
+std::vector<float> gpu_query(const Case& c, std::vector<float> q, const std::vector<int32_t>& positions,
+                             int heads, const std::vector<float>& inv_freq) {
+  if (c.lazy) return q;
+  for (std::size_t t = 0; t < positions.size(); ++t) {
+    for (int h = 0; h < heads; ++h) {
+      rope_rotate(q.data() + (t * heads + h) * c.head_dim, c.head_dim, inv_freq.data(), positions[t]);
+    }
+  }
+  for (float& v : q) v = bf16_to_float(float_to_bf16(v));
+  return q;
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> cases;
+  for (int d : {64, 128}) {
+    for (int ratio : {1, 4, 8}) {
+      for (int bs : {16, 32}) {
+        for (Shifts s : {Shifts::Zero, Shifts::Small, Shifts::Large}) cases.push_back({d, ratio, bs, s, true});
+        cases.push_back({d, ratio, bs, Shifts::Zero, false});
+      }
+    }
+  }
+  return cases;
+}
+
+class AttentionTest : public testing::TestWithParam<Case> {};
+
+TEST_P(AttentionTest, DecodeBatchMatchesCpuReference) {
+  LAZYSCOPE_REQUIRE_GPU();
+  const Case c = GetParam();
+  std::mt19937 rng(1234 + c.head_dim + c.ratio * 7 + c.block_size);
+  const Pool pool = random_pool(c, rng);
+  const std::vector<float> inv_freq = rope_inv_freq(RopeParams{500000.0f, true}, c.head_dim);
+  const int heads = kKvHeads * c.ratio, batch = 3;
+  AttentionPlan plan;
+  std::vector<std::vector<BlockRef>> tables;
+  std::vector<int32_t> positions;
+  for (int s = 0; s < batch; ++s) {
+    tables.push_back(make_table(c, s, 1 + s * 5, s * 30));
+    append_sequence(plan, tables.back(), c.block_size, c.lazy);
+    positions.push_back(plan.seq_total_keys.back() - 1 + (c.shifts == Shifts::Large ? 90000 : 0));
+  }
+  const std::vector<float> q = random_bf16_values(std::size_t(batch) * heads * c.head_dim, rng);
+  std::vector<float> expected;
+  for (int s = 0; s < batch; ++s) {
+    std::vector<float> q_one(q.begin() + std::size_t(s) * heads * c.head_dim,
+                             q.begin() + std::size_t(s + 1) * heads * c.head_dim);
+    std::vector<float> out = cpu_attention(c, pool, tables[s], q_one, {positions[s]}, 1, inv_freq);
+    expected.insert(expected.end(), out.begin(), out.end());
+  }
+  DeviceBuffer d_q = upload_as_bf16(gpu_query(c, q, positions, heads, inv_freq));
+  DeviceBuffer d_k = upload_as_bf16(pool.k), d_v = upload_as_bf16(pool.v);
+  DeviceBuffer d_entries = upload(plan.entries), d_offsets = upload(plan.seq_entry_offsets);
+  DeviceBuffer d_positions = upload(positions), d_inv = upload(inv_freq);
+  const std::size_t out_count = std::size_t(batch) * heads * c.head_dim;
+  for (int splits : {1, 2, 7}) {
+    DeviceBuffer d_out(out_count * 2);
+    LAZYSCOPE_CUDA_CHECK(cudaMemset(d_out.as<void>(), 0xff, out_count * 2));  // NaN poison
+    DeviceBuffer d_po(split_partial_o_floats(batch * heads, splits, c.head_dim) * 4);
+    DeviceBuffer d_pml(std::size_t(batch) * heads * splits * 2 * 4);
+    DecodeParams p;
+    p.q = d_q.as<bf16_bits>();
+    p.q_row_stride = int64_t(heads) * c.head_dim;
+    p.q_positions = d_positions.as<int32_t>();
+    p.k_pool = d_k.as<bf16_bits>();
+    p.v_pool = d_v.as<bf16_bits>();
+    p.entries = d_entries.as<KvEntry>();
+    p.seq_entry_offsets = d_offsets.as<int32_t>();
+    p.batch = batch;
+    p.max_entries = plan.max_entries;
+    p.num_heads = heads;
+    p.num_kv_heads = kKvHeads;
+    p.head_dim = c.head_dim;
+    p.block_size = c.block_size;
+    p.inv_freq = d_inv.as<float>();
+    p.lazy = c.lazy;
+    p.out = d_out.as<bf16_bits>();
+    p.num_splits = splits;
+    p.partial_o = d_po.as<float>();
+    p.partial_ml = d_pml.as<float>();
+    decode_attention(p, nullptr);
+    LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
+    const double error = relative_error(download_bf16(d_out, out_count), expected);
+    EXPECT_LT(error, kTolerance) << "splits " << splits;
+  }
+}
+
+TEST_P(AttentionTest, PrefillMatchesCpuReference) {
+  LAZYSCOPE_REQUIRE_GPU();
+  const Case c = GetParam();
+  std::mt19937 rng(99 + c.head_dim + c.ratio * 3 + c.block_size);
+  const Pool pool = random_pool(c, rng);
+  const std::vector<float> inv_freq = rope_inv_freq(RopeParams{10000.0f, false}, c.head_dim);
+  const int heads = kKvHeads * c.ratio;
+  for (int n : {1, 7, 2 * c.block_size + 9, 150}) {
+    const std::vector<BlockRef> table = make_table(c, 0, n, 0);
+    AttentionPlan plan;
+    append_sequence(plan, table, c.block_size, c.lazy);
+    const int total = plan.seq_total_keys[0];
+    std::vector<int32_t> positions(n);
+    for (int i = 0; i < n; ++i) positions[i] = total - n + i + (c.shifts == Shifts::Large ? 80000 : 0);
+    const std::vector<float> q = random_bf16_values(std::size_t(n) * heads * c.head_dim, rng);
+    const std::vector<float> expected = cpu_attention(c, pool, table, q, positions, n, inv_freq);
+    DeviceBuffer d_q = upload_as_bf16(gpu_query(c, q, positions, heads, inv_freq));
+    DeviceBuffer d_k = upload_as_bf16(pool.k), d_v = upload_as_bf16(pool.v);
+    DeviceBuffer d_entries = upload(plan.entries), d_tiles = upload(plan.tiles);
+    DeviceBuffer d_positions = upload(positions), d_inv = upload(inv_freq);
+    const std::size_t out_count = std::size_t(n) * heads * c.head_dim;
+    for (int splits : {1, 3}) {
+      DeviceBuffer d_out(out_count * 2);
+      LAZYSCOPE_CUDA_CHECK(cudaMemset(d_out.as<void>(), 0xff, out_count * 2));
+      DeviceBuffer d_po(split_partial_o_floats(n * heads, splits, c.head_dim) * 4);
+      DeviceBuffer d_pml(std::size_t(n) * heads * splits * 2 * 4);
+      PrefillParams p;
+      p.q = d_q.as<bf16_bits>();
+      p.q_row_stride = int64_t(heads) * c.head_dim;
+      p.q_positions = d_positions.as<int32_t>();
+      p.k_pool = d_k.as<bf16_bits>();
+      p.v_pool = d_v.as<bf16_bits>();
+      p.entries = d_entries.as<KvEntry>();
+      p.tiles = d_tiles.as<KvTile>();
+      p.num_tiles = int(plan.tiles.size());
+      p.n = n;
+      p.prior = total - n;
+      p.num_heads = heads;
+      p.num_kv_heads = kKvHeads;
+      p.head_dim = c.head_dim;
+      p.block_size = c.block_size;
+      p.inv_freq = d_inv.as<float>();
+      p.lazy = c.lazy;
+      p.out = d_out.as<bf16_bits>();
+      p.num_splits = splits;
+      p.partial_o = d_po.as<float>();
+      p.partial_ml = d_pml.as<float>();
+      prefill_attention(p, nullptr);
+      LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
+      const double error = relative_error(download_bf16(d_out, out_count), expected);
+      EXPECT_LT(error, kTolerance) << "n " << n << " splits " << splits;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, AttentionTest, testing::ValuesIn(all_cases()), case_name);
+
+TEST(AttentionPlanTest, RejectsShiftsInPlainCallsAndBadBlockSizes) {
+  std::vector<BlockRef> table{{0, 5, 16}};
+  AttentionPlan plan;
+  EXPECT_THROW(append_sequence(plan, table, 16, false), Error);
+  EXPECT_THROW(append_sequence(plan, table, 48, true), Error);
+  table[0].valid = 0;
+  EXPECT_THROW(append_sequence(plan, table, 16, true), Error);
+}
+
+TEST(AttentionPlanTest, TilesFollowShiftRunsAndTileWidth) {
+  // 16-token blocks: 4 entries per tile; a shift change always starts a new tile.
+  std::vector<BlockRef> table;
+  for (int i = 0; i < 6; ++i) table.push_back({i, 0, 16});
+  for (int i = 6; i < 8; ++i) table.push_back({i, 9, i == 7 ? 3 : 16});
+  AttentionPlan plan;
+  append_sequence(plan, table, 16, true);
+  ASSERT_EQ(plan.tiles.size(), 3u);
+  EXPECT_EQ(plan.tiles[0].entry_count, 4);
+  EXPECT_EQ(plan.tiles[1].entry_count, 2);
+  EXPECT_EQ(plan.tiles[2].entry_count, 2);
+  EXPECT_EQ(plan.tiles[2].shift, 9);
+  EXPECT_EQ(plan.tiles[2].key_start, 96);
+  EXPECT_EQ(plan.seq_total_keys[0], 6 * 16 + 16 + 3);
+}
+
+class KvCacheTest : public testing::TestWithParam<int> {};
+
+TEST_P(KvCacheTest, KvWriteRotatesKeysAndQueriesLikeCpu) {
+  LAZYSCOPE_REQUIRE_GPU();
+  const int D = GetParam(), block_size = 16, kv_heads = 2, heads = 8, n = 37, blocks = 8;
+  std::mt19937 rng(D);
+  const std::vector<float> inv_freq = rope_inv_freq(RopeParams{}, D);
+  // qkv rows as the backend lays them out: [q | k | v].
+  const int row = (heads + 2 * kv_heads) * D;
+  const std::vector<float> qkv = random_bf16_values(std::size_t(n) * row, rng);
+  std::vector<int32_t> positions(n), slots(n);
+  for (int i = 0; i < n; ++i) {
+    positions[i] = i * 997 + (i % 3 == 0 ? 70000 : 0);
+    slots[i] = (i * 5) % (blocks * block_size);  // scattered, distinct
+  }
+  std::vector<float> k(std::size_t(n) * kv_heads * D), v(k.size()), q(std::size_t(n) * heads * D);
+  for (int i = 0; i < n; ++i) {
+    std::copy_n(qkv.begin() + std::size_t(i) * row, heads * D, q.begin() + std::size_t(i) * heads * D);
+    std::copy_n(qkv.begin() + std::size_t(i) * row + heads * D, kv_heads * D, k.begin() + std::size_t(i) * kv_heads * D);
+    std::copy_n(qkv.begin() + std::size_t(i) * row + (heads + kv_heads) * D, kv_heads * D,
+                v.begin() + std::size_t(i) * kv_heads * D);
+  }
+  const std::size_t pool_count = std::size_t(blocks) * kv_heads * block_size * D;
+  std::vector<float> k_pool(pool_count, 0.0f), v_pool(pool_count, 0.0f);
+  cpu::KvWriteParams cw;
+  cw.k = k.data();
+  cw.v = v.data();
+  cw.positions = positions.data();
+  cw.slots = slots.data();
+  cw.n = n;
+  cw.num_kv_heads = kv_heads;
+  cw.head_dim = D;
+  cw.block_size = block_size;
+  cw.inv_freq = inv_freq.data();
+  cw.k_pool = k_pool.data();
+  cw.v_pool = v_pool.data();
+  cpu::kv_write(cw);
+  for (int i = 0; i < n; ++i) {
+    for (int h = 0; h < heads; ++h) rope_rotate(q.data() + (std::size_t(i) * heads + h) * D, D, inv_freq.data(), positions[i]);
+  }
+  DeviceBuffer d_qkv = upload_as_bf16(qkv), d_pos = upload(positions), d_slots = upload(slots), d_inv = upload(inv_freq);
+  DeviceBuffer d_k(pool_count * 2), d_v(pool_count * 2);
+  LAZYSCOPE_CUDA_CHECK(cudaMemset(d_k.as<void>(), 0, pool_count * 2));
+  LAZYSCOPE_CUDA_CHECK(cudaMemset(d_v.as<void>(), 0, pool_count * 2));
+  KvWriteParams p;
+  p.k = d_qkv.as<bf16_bits>() + heads * D;
+  p.v = d_qkv.as<bf16_bits>() + (heads + kv_heads) * D;
+  p.row_stride = row;
+  p.q = d_qkv.as<bf16_bits>();
+  p.q_row_stride = row;
+  p.num_heads = heads;
+  p.positions = d_pos.as<int32_t>();
+  p.slots = d_slots.as<int32_t>();
+  p.n = n;
+  p.num_kv_heads = kv_heads;
+  p.head_dim = D;
+  p.block_size = block_size;
+  p.inv_freq = d_inv.as<float>();
+  p.k_pool = d_k.as<bf16_bits>();
+  p.v_pool = d_v.as<bf16_bits>();
+  kv_write(p, nullptr);
+  LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_LT(relative_error(download_bf16(d_k, pool_count), k_pool), 5e-3);
+  EXPECT_EQ(relative_error(download_bf16(d_v, pool_count), v_pool), 0.0);  // V is copied bit-exactly
+  const std::vector<float> qkv_after = download_bf16(d_qkv, std::size_t(n) * row);
+  std::vector<float> q_after(q.size());
+  for (int i = 0; i < n; ++i) {
+    std::copy_n(qkv_after.begin() + std::size_t(i) * row, heads * D, q_after.begin() + std::size_t(i) * heads * D);
+  }
+  EXPECT_LT(relative_error(q_after, q), 5e-3);
+}
+
+TEST_P(KvCacheTest, MaterializeCopiesAndRotatesEveryLayerLikeCpu) {
+  LAZYSCOPE_REQUIRE_GPU();
+  const int D = GetParam(), block_size = 32, kv_heads = 2, blocks = 10, layers = 3;
+  std::mt19937 rng(D + 1);
+  const std::vector<float> inv_freq = rope_inv_freq(RopeParams{500000.0f, true}, D);
+  const std::size_t layer_count = std::size_t(blocks) * kv_heads * block_size * D;
+  std::vector<float> k = random_bf16_values(layer_count * layers, rng), v = random_bf16_values(layer_count * layers, rng);
+  const std::vector<BlockCopy> copies{{0, 5, 2048, 32}, {1, 6, -300, 17}, {2, 7, 70000, 1}, {3, 8, 0, 32}};
+  DeviceBuffer d_k = upload_as_bf16(k), d_v = upload_as_bf16(v), d_inv = upload(inv_freq), d_copies = upload(copies);
+  for (int l = 0; l < layers; ++l) {
+    for (const BlockCopy& copy : copies) {
+      cpu::materialize(copy, kv_heads, D, block_size, inv_freq.data(), k.data() + l * layer_count,
+                       v.data() + l * layer_count);
+    }
+  }
+  MaterializeParams p;
+  p.copies = d_copies.as<BlockCopyOp>();
+  p.num_copies = int(copies.size());
+  p.num_layers = layers;
+  p.layer_stride = int64_t(layer_count);
+  p.num_kv_heads = kv_heads;
+  p.head_dim = D;
+  p.block_size = block_size;
+  p.inv_freq = d_inv.as<float>();
+  p.k_pool = d_k.as<bf16_bits>();
+  p.v_pool = d_v.as<bf16_bits>();
+  materialize(p, nullptr);
+  LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_LT(relative_error(download_bf16(d_k, layer_count * layers), k), 5e-3);
+  EXPECT_EQ(relative_error(download_bf16(d_v, layer_count * layers), v), 0.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, KvCacheTest, testing::Values(64, 128));
+
+}  // namespace
+}  // namespace lazyscope::cuda
