@@ -11,6 +11,8 @@ namespace {
 
 constexpr size_t kMaxCachedPieceBytes = 256;
 constexpr size_t kMaxCacheEntries = 1 << 18;
+// Short pieces (nearly all of them) merge faster by rescanning than through a priority queue.
+constexpr size_t kMaxSymbolsForLinearScan = 24;
 
 }  // namespace
 
@@ -70,7 +72,7 @@ void BpeModel::encode_piece(std::string_view raw_piece, std::vector<int32_t>& ou
   const bool cacheable = raw_piece.size() <= kMaxCachedPieceBytes;
   if (cacheable) {
     std::lock_guard lock(cache_mutex_);
-    const auto it = cache_.find(std::string(raw_piece));
+    const auto it = cache_.find(raw_piece);
     if (it != cache_.end()) {
       out.insert(out.end(), it->second.begin(), it->second.end());
       return;
@@ -86,13 +88,37 @@ void BpeModel::encode_piece(std::string_view raw_piece, std::vector<int32_t>& ou
   }
 }
 
-void BpeModel::merge_symbols(std::string_view raw_piece, std::vector<int32_t>& out) const {
-  // Symbols form a doubly linked list over their original positions; merged-away ones get id -1.
-  struct Symbol {
-    int32_t id;
-    int32_t prev;
-    int32_t next;
+void BpeModel::merge_by_scanning(std::vector<Symbol>& symbols, std::vector<int32_t>& out) const {
+  std::vector<int32_t> ids;
+  ids.reserve(symbols.size());
+  for (const auto& symbol : symbols) ids.push_back(symbol.id);
+  // Rank and new id of each adjacent pair, recomputed only next to the latest merge.
+  std::vector<MergeTarget> pair_merge(ids.size(), MergeTarget{-1, -1});
+  const auto lookup = [&](size_t i) {
+    const auto it = merges_.find(pair_key(ids[i], ids[i + 1]));
+    pair_merge[i] = it == merges_.end() ? MergeTarget{-1, -1} : it->second;
   };
+  for (size_t i = 0; i + 1 < ids.size(); ++i) lookup(i);
+  while (ids.size() > 1) {
+    size_t best = ids.size();
+    for (size_t i = 0; i + 1 < ids.size(); ++i)
+      if (pair_merge[i].rank >= 0 && (best == ids.size() || pair_merge[i].rank < pair_merge[best].rank))
+        best = i;
+    if (best == ids.size()) break;
+    ids[best] = pair_merge[best].new_id;
+    ids.erase(ids.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+    pair_merge.erase(pair_merge.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+    if (best + 1 < ids.size()) {
+      lookup(best);
+    } else {
+      pair_merge[best] = MergeTarget{-1, -1};
+    }
+    if (best > 0) lookup(best - 1);
+  }
+  out.insert(out.end(), ids.begin(), ids.end());
+}
+
+void BpeModel::merge_symbols(std::string_view raw_piece, std::vector<int32_t>& out) const {
   std::vector<Symbol> symbols;
   symbols.reserve(raw_piece.size());
   bool previous_was_unk = false;
@@ -110,6 +136,11 @@ void BpeModel::merge_symbols(std::string_view raw_piece, std::vector<int32_t>& o
   }
   if (symbols.empty()) return;
   symbols.back().next = -1;
+
+  if (symbols.size() <= kMaxSymbolsForLinearScan) {
+    merge_by_scanning(symbols, out);
+    return;
+  }
 
   struct Candidate {
     int32_t rank;

@@ -39,16 +39,28 @@ class BpeModel {
   static uint64_t pair_key(int32_t left, int32_t right) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
   }
+  // Symbols form a doubly linked list over their original positions; merged-away ones get id -1.
+  struct Symbol {
+    int32_t id;
+    int32_t prev;
+    int32_t next;
+  };
   void merge_symbols(std::string_view raw_piece, std::vector<int32_t>& out) const;
+  void merge_by_scanning(std::vector<Symbol>& symbols, std::vector<int32_t>& out) const;
 
   std::array<int32_t, 256> byte_token_{};  // id of each byte's single-symbol token, -1 if absent
   std::unordered_map<uint64_t, MergeTarget> merges_;
   const std::unordered_map<std::string, int32_t>* vocab_ = nullptr;  // owned by the tokenizer
   BpeModelOptions options_;
 
+  // Lets the cache be probed with a string_view, without building a std::string per piece.
+  struct PieceHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
+  };
   // Pieces repeat a lot in real text; caching their ids makes encoding mostly hash lookups.
   mutable std::mutex cache_mutex_;
-  mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
+  mutable std::unordered_map<std::string, std::vector<int32_t>, PieceHash, std::equal_to<>> cache_;
 };
 
 }  // namespace lazyscope

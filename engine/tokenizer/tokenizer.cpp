@@ -53,6 +53,7 @@ struct Tokenizer::Impl {
   std::unordered_map<std::string, int32_t> vocab;  // byte-level token string -> id
   std::vector<std::string> id_to_token;            // byte-level form, or raw content when added
   std::vector<uint8_t> id_is_added;
+  std::vector<std::string> id_to_text;  // decoded bytes of each token, filled by finish()
   std::unordered_map<std::string, int32_t> added_by_content;
   AddedTokenMatcher raw_added;         // matched first, in the raw text (normalized: false)
   AddedTokenMatcher normalized_added;  // matched next, in what is left (normalized: true)
@@ -79,6 +80,21 @@ struct Tokenizer::Impl {
   }
 
   void pre_tokenize(std::string_view text, std::vector<int32_t>& out) const;
+
+  // Decodes every token once so that decode() is a concatenation.
+  void finish() {
+    id_to_text.resize(id_to_token.size());
+    for (size_t id = 0; id < id_to_token.size(); ++id) {
+      const std::string& token = id_to_token[id];
+      if (id_is_added[id]) {
+        id_to_text[id] = token;
+      } else if (auto bytes = byte_level::decode(token)) {
+        id_to_text[id] = std::move(*bytes);
+      } else {
+        id_to_text[id] = token;  // like HF's ByteLevel decoder: outside the alphabet, as is
+      }
+    }
+  }
 };
 
 void Tokenizer::Impl::pre_tokenize(std::string_view text, std::vector<int32_t>& out) const {
@@ -300,6 +316,7 @@ Tokenizer Tokenizer::from_json(std::string_view json_text, const std::string& so
     throw Error(source_name + ": malformed " + component + ": " + e.what());
   }
   if (impl.vocab.empty()) throw Error(source_name + ": model.vocab is empty");
+  impl.finish();
   return tokenizer;
 }
 
@@ -325,6 +342,7 @@ Tokenizer Tokenizer::from_spec(TokenizerSpec spec, const std::string& source_nam
   const std::string pattern = spec.split_regex.empty() ? kGpt2SplitPattern : spec.split_regex;
   impl.stages.push_back(PreTokenizerStage{false, RegexSplitter(pattern, source_name + " pre-tokenizer")});
   tokenizer.set_special_tokens(spec.bos_id, std::move(spec.eos_ids), spec.add_bos);
+  impl.finish();
   return tokenizer;
 }
 
@@ -422,19 +440,18 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
 
 std::string Tokenizer::decode(std::span<const int32_t> ids) const {
   std::string text;
-  for (int32_t id : ids) text += token_text(id);
+  for (int32_t id : ids) {
+    if (id < 0 || static_cast<size_t>(id) >= impl_->id_to_text.size()) token_text(id);  // throws
+    text += impl_->id_to_text[static_cast<size_t>(id)];
+  }
   return text;
 }
 
 std::string Tokenizer::token_text(int32_t id) const {
-  if (id < 0 || static_cast<size_t>(id) >= impl_->id_to_token.size())
+  if (id < 0 || static_cast<size_t>(id) >= impl_->id_to_text.size())
     throw Error(impl_->source + ": token id " + std::to_string(id) + " is out of range (vocabulary " +
                 std::to_string(vocab_size()) + ")");
-  const std::string& token = impl_->id_to_token[static_cast<size_t>(id)];
-  if (impl_->id_is_added[static_cast<size_t>(id)]) return token;
-  // Like HF's ByteLevel decoder: a token outside the byte alphabet is passed through as is.
-  if (auto bytes = byte_level::decode(token)) return *bytes;
-  return token;
+  return impl_->id_to_text[static_cast<size_t>(id)];
 }
 
 std::optional<int32_t> Tokenizer::token_id(std::string_view token) const {
