@@ -3,6 +3,7 @@
 #include <exception>
 #include <map>
 
+#include "app/workbench/model_locator.h"
 #include "app/workbench/models/equivalence_model.h"
 #include "engine/model/config.h"
 #include "engine/model/model_loader.h"
@@ -49,6 +50,7 @@ void EngineWorker::openModel(const QString& path, const QString& backend, qint64
     SessionOptions options;
     options.model = std::filesystem::path(path.toStdString());
     options.backend = parse_backend_kind(backend.toStdString());
+    if (kv_budget_bytes <= 0) kv_budget_bytes = auto_kv_budget(path);
     options.kv_budget_bytes = std::size_t(kv_budget_bytes);
     auto progress = [this](double fraction, std::string_view what) {
       Q_EMIT this->progress(fraction, QString::fromUtf8(what.data(), qsizetype(what.size())));
@@ -71,6 +73,30 @@ void EngineWorker::openModel(const QString& path, const QString& backend, qint64
     Q_EMIT failed(QStringLiteral("Could not open the model %1").arg(path), QString::fromUtf8(e.what()));
   }
   Q_EMIT busyChanged(false);
+}
+
+void EngineWorker::openDefaultModel(const QString& backend, qint64 kv_budget_bytes) {
+  QString path;
+  if (auto installed = installed_default_model()) {
+    path = *installed;
+  } else {
+    path = tiny_model_dir();
+    if (!tiny_model_present(path)) {
+      Q_EMIT busyChanged(true);
+      try {
+        write_tiny_model(path, [this](double fraction, std::string_view what) {
+          Q_EMIT progress(fraction, QStringLiteral("Making the tiny model: ") +
+                                        QString::fromUtf8(what.data(), qsizetype(what.size())));
+        });
+      } catch (const std::exception& e) {
+        Q_EMIT failed(QStringLiteral("Could not make the tiny model in %1").arg(path), QString::fromUtf8(e.what()));
+        Q_EMIT busyChanged(false);
+        return;
+      }
+      Q_EMIT busyChanged(false);
+    }
+  }
+  openModel(path, backend, kv_budget_bytes);
 }
 
 void EngineWorker::runPlan(const RunPlan& plan) {

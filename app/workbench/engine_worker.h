@@ -24,7 +24,10 @@ class EngineWorker : public QObject {
 
  public Q_SLOTS:
   // Loads the model and builds a fresh Session; on failure the previous session stays usable.
+  // kv_budget_bytes <= 0 sizes the pool automatically (about 640 blocks).
   void openModel(const QString& path, const QString& backend, qint64 kv_budget_bytes);
+  // The installed default model, else the tiny model (written to the user cache on first use).
+  void openDefaultModel(const QString& backend, qint64 kv_budget_bytes);
   // Runs every policy column of the plan one after the other on the same session.
   void runPlan(const lazyscope::workbench::RunPlan& plan);
   void clearCache();

@@ -1,0 +1,67 @@
+#include "app/workbench/command_line.h"
+
+#include <QCommandLineParser>
+#include <exception>
+
+#include "engine/runtime/session.h"
+
+namespace lazyscope::workbench {
+
+bool parse_command_line(const QStringList& arguments, WorkbenchOptions* options, QString* error, bool* exit_now) {
+  *exit_now = false;
+  QCommandLineParser parser;
+  parser.setApplicationDescription(QStringLiteral(
+      "LazyScope workbench: retrieve and reorder documents, run lazy vs materialized KV reuse, watch the KV pool."));
+  const QCommandLineOption help = parser.addHelpOption();
+  const QCommandLineOption version = parser.addVersionOption();
+  const QCommandLineOption model({"m", "model"}, "Model: HF checkpoint directory or .gguf file.", "DIR");
+  const QCommandLineOption corpus({"c", "corpus"}, "Corpus SQLite store (lazyscope-cli corpus import).", "DB");
+  const QCommandLineOption backend("backend", "Compute backend: auto, cpu or cuda.", "auto|cpu|cuda", "auto");
+  const QCommandLineOption budget("kv-budget", "KV pool size, e.g. 64MiB, 1GiB; auto: ~640 blocks.", "BYTES", "auto");
+  const QCommandLineOption screenshot("screenshot", "Save the window to FILE (PNG) and quit.", "FILE");
+  const QCommandLineOption demo("demo", "Retrieve, run lazy + materialized, reverse the documents, run again.");
+  const QCommandLineOption size("size", "Window size WxH (default 1600x1000 with --screenshot).", "WxH");
+  for (const auto& o : {model, corpus, backend, budget, screenshot, demo, size}) parser.addOption(o);
+  if (!parser.parse(arguments)) {
+    *error = parser.errorText();
+    return false;
+  }
+  if (parser.isSet(help) || parser.isSet(version)) {
+    *exit_now = true;
+    if (parser.isSet(help)) parser.showHelp(0);
+    parser.showVersion();
+  }
+  options->model = parser.value(model);
+  options->corpus = parser.value(corpus);
+  options->backend = parser.value(backend).toLower();
+  if (options->backend != "auto" && options->backend != "cpu" && options->backend != "cuda") {
+    *error = QStringLiteral("--backend must be auto, cpu or cuda, not '%1'").arg(options->backend);
+    return false;
+  }
+  const QString budget_text = parser.value(budget);
+  if (budget_text != "auto") {
+    try {
+      options->kv_budget_bytes = qint64(parse_byte_size(budget_text.toStdString()));
+    } catch (const std::exception& e) {
+      *error = QStringLiteral("--kv-budget: %1").arg(QString::fromUtf8(e.what()));
+      return false;
+    }
+  }
+  options->screenshot = parser.value(screenshot);
+  options->demo = parser.isSet(demo);
+  if (parser.isSet(size)) {
+    const QStringList parts = parser.value(size).split('x');
+    bool ok_w = false, ok_h = false;
+    if (parts.size() == 2) options->window_size = QSize(parts[0].toInt(&ok_w), parts[1].toInt(&ok_h));
+    if (!ok_w || !ok_h || options->window_size.width() < 200 || options->window_size.height() < 200) {
+      *error = QStringLiteral("--size must look like 1600x1000");
+      return false;
+    }
+  } else if (!options->screenshot.isEmpty()) {
+    options->window_size = QSize(1600, 1000);
+  }
+  if (!options->screenshot.isEmpty()) options->restore_layout = false;  // reproducible pictures
+  return true;
+}
+
+}  // namespace lazyscope::workbench

@@ -1,0 +1,441 @@
+#include "app/workbench/main_window.h"
+
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QLabel>
+#include <QListWidget>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QProgressDialog>
+#include <QPushButton>
+#include <QSettings>
+#include <QStatusBar>
+#include <QTimer>
+#include <cstdio>
+
+#include "app/workbench/corpus_source.h"
+#include "app/workbench/engine_worker.h"
+#include "app/workbench/model_locator.h"
+#include "app/workbench/models/cache_stats_model.h"
+#include "app/workbench/views/block_map_view.h"
+#include "app/workbench/views/cache_stats_view.h"
+#include "app/workbench/views/corpus_panel.h"
+#include "app/workbench/views/equivalence_view.h"
+#include "app/workbench/views/prompt_panel.h"
+
+namespace lazyscope::workbench {
+namespace {
+
+QDockWidget* make_dock(const QString& title, const QString& name, QWidget* content, QMainWindow* window) {
+  auto* dock = new QDockWidget(title, window);
+  dock->setObjectName(name);  // saveState() needs stable names
+  dock->setWidget(content);
+  dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable |
+                    QDockWidget::DockWidgetClosable);
+  return dock;
+}
+
+QSettings user_settings() { return QSettings(QStringLiteral("LazyScope"), QStringLiteral("workbench")); }
+
+}  // namespace
+
+MainWindow::MainWindow(const WorkbenchOptions& options, QWidget* parent) : QMainWindow(parent), options_(options) {
+  register_workbench_metatypes();
+  lazyscope_init_workbench_resources();
+  setWindowTitle(tr("LazyScope workbench"));
+  setWindowIcon(QIcon(QStringLiteral(":/lazyscope/icons/lazyscope.svg")));
+  setDockNestingEnabled(true);
+
+  prompt_ = new PromptPanel(this);
+  setCentralWidget(prompt_);
+  buildDocks();
+  buildMenus();
+
+  model_label_ = new QLabel(tr("No model"), this);
+  pool_label_ = new QLabel(this);
+  activity_label_ = new QLabel(this);
+  statusBar()->addWidget(model_label_);
+  statusBar()->addWidget(activity_label_, 1);
+  statusBar()->addPermanentWidget(pool_label_);
+
+  worker_ = new EngineWorker;
+  worker_->moveToThread(&worker_thread_);
+  connect(&worker_thread_, &QThread::finished, worker_, &QObject::deleteLater);
+  worker_thread_.setObjectName(QStringLiteral("lazyscope-engine"));
+  worker_thread_.start();
+  connectWorker();
+
+  connect(prompt_, &PromptPanel::runRequested, this, [this] { startRun(); });
+  connect(prompt_, &PromptPanel::stopRequested, this, &MainWindow::stopRun);
+  connect(corpus_, &CorpusPanel::questionChanged, prompt_, &PromptPanel::setQuery);
+  connect(block_map_->model(), &BlockMapModel::changed, this, &MainWindow::updateStatus);
+
+  // Defaults from the bundled settings file; the user's own settings override them.
+  const QSettings defaults(QStringLiteral(":/lazyscope/default_settings.ini"), QSettings::IniFormat);
+  prompt_->setSystemText(defaults.value(QStringLiteral("run/system"), prompt_->systemText()).toString());
+  prompt_->setMaxTokens(defaults.value(QStringLiteral("run/max_tokens"), 32).toInt());
+
+  resize(1600, 1000);
+  default_state_ = saveState();
+  if (options_.restore_layout) restoreSettings();
+  if (options_.window_size.isValid()) resize(options_.window_size);
+  updateStatus();
+}
+
+MainWindow::~MainWindow() {
+  worker_->requestStop();
+  worker_thread_.quit();
+  worker_thread_.wait();
+}
+
+void MainWindow::buildDocks() {
+  corpus_ = new CorpusPanel(this);
+  equivalence_ = new EquivalenceView(this);
+  block_map_ = new BlockMapView(this);
+  stats_ = new CacheStatsView(this);
+  auto* corpus_dock = make_dock(tr("Corpus && retrieval"), QStringLiteral("dock_corpus"), corpus_, this);
+  auto* equivalence_dock = make_dock(tr("Equivalence: lazy vs materialized"), QStringLiteral("dock_equivalence"),
+                                     equivalence_, this);
+  auto* block_dock = make_dock(tr("KV block map"), QStringLiteral("dock_blocks"), block_map_, this);
+  auto* stats_dock = make_dock(tr("Cache stats"), QStringLiteral("dock_stats"), stats_, this);
+  addDockWidget(Qt::LeftDockWidgetArea, corpus_dock);
+  addDockWidget(Qt::RightDockWidgetArea, block_dock);
+  addDockWidget(Qt::RightDockWidgetArea, stats_dock);
+  addDockWidget(Qt::BottomDockWidgetArea, equivalence_dock);
+  // The side docks own the bottom corners; the equivalence strip sits under the outputs.
+  setCorner(Qt::BottomLeftCorner, Qt::LeftDockWidgetArea);
+  setCorner(Qt::BottomRightCorner, Qt::RightDockWidgetArea);
+  resizeDocks({corpus_dock, block_dock}, {440, 560}, Qt::Horizontal);
+  resizeDocks({block_dock, stats_dock}, {560, 420}, Qt::Vertical);
+  resizeDocks({equivalence_dock}, {120}, Qt::Vertical);
+}
+
+void MainWindow::buildMenus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  file->addAction(tr("Open &Model…"), QKeySequence::Open, this, [this] {
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Open model (HF checkpoint directory)"));
+    if (!dir.isEmpty()) openModel(dir);
+  });
+  file->addAction(tr("Open Model &File (.gguf)…"), this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open GGUF model"), {}, tr("GGUF (*.gguf)"));
+    if (!path.isEmpty()) openModel(path);
+  });
+  file->addAction(tr("Open &Corpus…"), this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open corpus store"), {},
+                                                      tr("LazyScope corpus (*.db *.sqlite);;All files (*)"));
+    if (!path.isEmpty()) openCorpus(path);
+  });
+  file->addAction(tr("Open &Sample Corpus"), this, [this] { openCorpus(QString()); });
+  file->addSeparator();
+  file->addAction(tr("C&lear KV Cache"), this, [this] {
+    if (!busy_) QMetaObject::invokeMethod(worker_, &EngineWorker::clearCache, Qt::QueuedConnection);
+  });
+  file->addAction(tr("Save Screens&hot…"), this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Save screenshot"), QStringLiteral("lazyscope.png"),
+                                                      tr("PNG (*.png)"));
+    if (!path.isEmpty()) saveScreenshot(path);
+  });
+  file->addSeparator();
+  file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+
+  QMenu* run = menuBar()->addMenu(tr("&Run"));
+  run->addAction(tr("&Run"), QKeySequence(Qt::CTRL | Qt::Key_Return), this, [this] { startRun(); });
+  run->addAction(tr("&Stop"), QKeySequence(Qt::Key_Escape), this, &MainWindow::stopRun);
+  run->addAction(tr("Re&verse Documents and Run"), QKeySequence(Qt::CTRL | Qt::Key_R), this, [this] {
+    corpus_->selectedModel()->reverse();
+    startRun();
+  });
+
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
+  view->addSeparator();
+  view->addAction(tr("&Reset Layout"), this, [this] { restoreState(default_state_); });
+
+  QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&Quick Guide"), QKeySequence::HelpContents, this, &MainWindow::showQuickGuide);
+  help->addAction(tr("&About LazyScope"), this, &MainWindow::showAbout);
+}
+
+void MainWindow::connectWorker() {
+  EngineWorker* w = worker_;
+  connect(w, &EngineWorker::progress, this, &MainWindow::onProgress);
+  connect(w, &EngineWorker::modelOpened, this, &MainWindow::onModelOpened);
+  connect(w, &EngineWorker::failed, this, &MainWindow::showError);
+  connect(w, &EngineWorker::busyChanged, this, &MainWindow::onBusy);
+  connect(w, &EngineWorker::runStarted, this, [this](int run_index, const QString& key) {
+    prompt_->runModel()->markRunning(key);
+    block_map_->model()->beginRun(run_index, key);
+    activity_label_->setText(tr("Running %1…").arg(key));
+  });
+  connect(w, &EngineWorker::tokenProduced, prompt_->runModel(), &RunModel::appendToken);
+  connect(w, &EngineWorker::runFinished, prompt_->runModel(), &RunModel::finish);
+  connect(w, &EngineWorker::requestFinished, this,
+          [this](const RequestFinishedEvent& e) { stats_->model()->add(prompt_->runModel()->runIndex(), e); });
+  connect(w, &EngineWorker::segmentEvent, block_map_->model(), &BlockMapModel::applySegment);
+  connect(w, &EngineWorker::blockEvent, block_map_->model(), &BlockMapModel::applyBlock);
+  connect(w, &EngineWorker::poolEvent, block_map_->model(), &BlockMapModel::applyPool);
+  connect(w, &EngineWorker::snapshotReady, block_map_->model(), &BlockMapModel::applySnapshot);
+  connect(w, &EngineWorker::equivalenceReady, equivalence_->model(), &EquivalenceModel::setReport);
+  connect(w, &EngineWorker::planFinished, this, &MainWindow::onPlanFinished);
+}
+
+void MainWindow::start() {
+  openCorpus(options_.corpus);
+  if (!options_.model.isEmpty())
+    openModel(options_.model);
+  else if (options_.load_default_model)
+    openDefaultModel();
+}
+
+void MainWindow::openModel(const QString& path) {
+  if (run_in_flight_) {
+    showError(tr("Cannot open a model now"), tr("Stop the running generation first."));
+    return;
+  }
+  activity_label_->setText(tr("Loading %1…").arg(path));
+  QMetaObject::invokeMethod(worker_, "openModel", Qt::QueuedConnection, Q_ARG(QString, path),
+                            Q_ARG(QString, options_.backend), Q_ARG(qint64, options_.kv_budget_bytes));
+}
+
+void MainWindow::openDefaultModel() {
+  activity_label_->setText(tr("Loading the default model…"));
+  QMetaObject::invokeMethod(worker_, "openDefaultModel", Qt::QueuedConnection, Q_ARG(QString, options_.backend),
+                            Q_ARG(qint64, options_.kv_budget_bytes));
+}
+
+bool MainWindow::openCorpus(const QString& path) {
+  try {
+    corpus_->setCorpus(path.isEmpty() ? CorpusSource::openSample() : CorpusSource::open(path));
+    return true;
+  } catch (const std::exception& e) {
+    showError(tr("Could not open the corpus %1").arg(path.isEmpty() ? tr("(bundled sample)") : path),
+              QString::fromUtf8(e.what()));
+    return false;
+  }
+}
+
+bool MainWindow::startRun() {
+  if (run_in_flight_ || busy_) return false;
+  if (!model_loaded_) {
+    showError(tr("Cannot run"), tr("No model is loaded yet. Wait for it, or use File ▸ Open Model…"));
+    return false;
+  }
+  const QStringList keys = prompt_->checkedPolicies();
+  if (keys.isEmpty()) {
+    showError(tr("Cannot run"), tr("Tick at least one policy (lazy, materialized, …)."));
+    return false;
+  }
+  QString query = prompt_->query().trimmed();
+  if (query.isEmpty()) query = corpus_->question().trimmed();
+  if (query.isEmpty()) {
+    showError(tr("Cannot run"), tr("Type a query (or pick a sample question)."));
+    return false;
+  }
+  RunPlan plan;
+  plan.run_index = ++run_counter_;
+  const QString system = prompt_->systemText();
+  if (!system.trimmed().isEmpty()) plan.request.prefix = system.toStdString();
+  for (const DocumentEntry& doc : corpus_->selectedModel()->documents()) {
+    plan.request.documents.push_back(doc.text.toStdString());
+    plan.request.document_labels.push_back(doc.title.toStdString());
+  }
+  plan.request.query = query.toStdString();
+  plan.request.max_new_tokens = prompt_->maxTokens();
+  for (const QString& key : keys) plan.policies.push_back(policy_choice(key));
+  prompt_->runModel()->startPlan(plan.run_index, keys);
+  run_in_flight_ = true;
+  prompt_->setBusy(true);
+  activity_label_->setText(tr("Run %1 queued…").arg(plan.run_index));
+  QMetaObject::invokeMethod(worker_, "runPlan", Qt::QueuedConnection, Q_ARG(lazyscope::workbench::RunPlan, plan));
+  return true;
+}
+
+void MainWindow::stopRun() {
+  if (!run_in_flight_) return;
+  worker_->requestStop();  // an atomic flag: safe from this thread
+  activity_label_->setText(tr("Stopping…"));
+}
+
+void MainWindow::onPlanFinished(int run_index, bool cancelled) {
+  run_in_flight_ = false;
+  prompt_->setBusy(busy_);
+  if (cancelled) prompt_->runModel()->stopWaiting();
+  activity_label_->setText(cancelled ? tr("Run %1 stopped.").arg(run_index) : tr("Run %1 finished.").arg(run_index));
+  Q_EMIT planFinished(run_index, cancelled);
+  if (demo_stage_ > 0) continueDemo();
+}
+
+void MainWindow::onBusy(bool busy) {
+  busy_ = busy;
+  prompt_->setBusy(busy || run_in_flight_);
+  if (!busy && progress_) {
+    progress_->close();
+    progress_->deleteLater();
+    progress_ = nullptr;
+  }
+}
+
+void MainWindow::onProgress(double fraction, const QString& what) {
+  if (!progress_) {
+    progress_ = new QProgressDialog(this);
+    progress_->setWindowTitle(tr("LazyScope"));
+    progress_->setCancelButton(nullptr);
+    progress_->setRange(0, 1000);
+    progress_->setMinimumDuration(400);
+    progress_->setMinimumWidth(420);
+    progress_->setAutoClose(false);
+    progress_->setAutoReset(false);
+  }
+  progress_->setLabelText(what);
+  progress_->setValue(int(fraction * 1000));
+  activity_label_->setText(what);
+}
+
+void MainWindow::onModelOpened(const ModelInfo& info) {
+  model_info_ = info;
+  model_loaded_ = true;
+  block_map_->model()->resize(info.pool_blocks, info.block_size, info.bytes_per_block);
+  equivalence_->model()->clear();
+  stats_->model()->clear();
+  activity_label_->setText(tr("Model loaded."));
+  updateStatus();
+  Q_EMIT modelReady(info);
+  if (options_.demo && demo_stage_ == 0) {
+    if (prepareDemoPrompt() && startRun()) {
+      demo_stage_ = 1;
+      return;
+    }
+  }
+  if (!options_.screenshot.isEmpty() && !options_.demo) {
+    saveScreenshot(options_.screenshot);
+    QTimer::singleShot(0, qApp, &QApplication::quit);
+  }
+}
+
+bool MainWindow::prepareDemoPrompt() {
+  QListWidget* samples = corpus_->sampleQuestions();
+  if (samples->count() == 0) return false;
+  corpus_->setQuestion(samples->item(0)->text());
+  corpus_->search();
+  corpus_->useTopHits(4);
+  prompt_->setQuery(samples->item(0)->text());
+  prompt_->setPolicyChecked(QStringLiteral("lazy"), true);
+  prompt_->setPolicyChecked(QStringLiteral("materialized"), true);
+  return corpus_->selectedModel()->rowCount() > 0;
+}
+
+void MainWindow::continueDemo() {
+  if (demo_stage_ == 1) {
+    // The teaching moment: same documents, new order. Lazy reuses, materialized copies.
+    demo_stage_ = 2;
+    corpus_->selectedModel()->reverse();
+    if (startRun()) return;
+  }
+  demo_stage_ = 0;
+  Q_EMIT demoFinished();
+  if (!options_.screenshot.isEmpty()) {
+    saveScreenshot(options_.screenshot);
+    QTimer::singleShot(0, qApp, &QApplication::quit);
+  }
+}
+
+bool MainWindow::saveScreenshot(const QString& path) {
+  if (progress_) progress_->hide();
+  QApplication::processEvents();
+  const bool ok = grab().save(path, "PNG");
+  std::fprintf(ok ? stdout : stderr, "%s screenshot %s\n", ok ? "saved" : "could not save", qPrintable(path));
+  std::fflush(stdout);
+  return ok;
+}
+
+void MainWindow::showError(const QString& what, const QString& message) {
+  last_error_ = what + QStringLiteral(": ") + message;
+  activity_label_->setText(what);
+  std::fprintf(stderr, "lazyscope: %s\n", qPrintable(last_error_));
+  if (options_.screenshot.isEmpty()) {
+    // Non-modal: the workbench stays usable and nothing waits on the dialog.
+    auto* box = new QMessageBox(QMessageBox::Warning, tr("LazyScope"), what, QMessageBox::Ok, this);
+    box->setInformativeText(message);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->open();
+  }
+  Q_EMIT errorShown(last_error_);
+  if (!options_.screenshot.isEmpty() && !model_loaded_ && !run_in_flight_) {
+    // Headless screenshot runs must not hang on a model that will never load.
+    saveScreenshot(options_.screenshot);
+    QTimer::singleShot(0, qApp, [] { QApplication::exit(1); });
+  }
+}
+
+void MainWindow::updateStatus() {
+  if (model_loaded_)
+    model_label_->setText(tr("<b>%1</b> · backend %2 · %3").arg(model_info_.name.toHtmlEscaped(),
+                                                                model_info_.backend.toHtmlEscaped(),
+                                                                model_info_.device.toHtmlEscaped()));
+  const BlockMapModel* m = block_map_->model();
+  const int total = m->blockCount();
+  pool_label_->setText(total == 0 ? tr("KV pool: –")
+                                  : tr("KV pool: %1 / %2 blocks (%3 of %4) · block %5 tokens")
+                                        .arg(m->usedBlocks())
+                                        .arg(total)
+                                        .arg(format_bytes(m->bytesPerBlock() * m->usedBlocks()))
+                                        .arg(format_bytes(m->bytesPerBlock() * total))
+                                        .arg(m->blockSize()));
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  worker_->requestStop();
+  if (options_.restore_layout) saveSettings();
+  QMainWindow::closeEvent(event);
+}
+
+void MainWindow::restoreSettings() {
+  QSettings settings = user_settings();
+  if (settings.contains(QStringLiteral("window/geometry")))
+    restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
+  if (settings.contains(QStringLiteral("window/state")))
+    restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+  if (settings.contains(QStringLiteral("run/system")))
+    prompt_->setSystemText(settings.value(QStringLiteral("run/system")).toString());
+  if (settings.contains(QStringLiteral("run/max_tokens")))
+    prompt_->setMaxTokens(settings.value(QStringLiteral("run/max_tokens")).toInt());
+}
+
+void MainWindow::saveSettings() {
+  QSettings settings = user_settings();
+  settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
+  settings.setValue(QStringLiteral("window/state"), saveState());
+  settings.setValue(QStringLiteral("run/system"), prompt_->systemText());
+  settings.setValue(QStringLiteral("run/max_tokens"), prompt_->maxTokens());
+}
+
+void MainWindow::showQuickGuide() {
+  QMessageBox::information(
+      this, tr("Quick guide"),
+      tr("<h3>Try the central experiment</h3><ol>"
+         "<li><b>Corpus &amp; retrieval</b>: pick a sample question (or type one) and press Enter: "
+         "BM25 ranks the passages. Press <i>Use top-k as prompt</i>.</li>"
+         "<li><b>Prompt &amp; run</b>: keep <i>lazy</i> and <i>materialized</i> ticked and press <b>Run</b>. "
+         "Both columns stream their answer; TTFT and tokens/s sit under each.</li>"
+         "<li>Drag the documents into a new order (or <i>Reverse</i>) and run again.</li>"
+         "<li><b>KV block map</b>: lazy serves every document from the blocks it already has "
+         "(green rings, <i>reused</i>); materialized writes re-rotated copies (magenta rings, hatched cells, "
+         "<i>copied</i>).</li>"
+         "<li><b>Equivalence</b>: each cell is one generated step, coloured by the largest logit difference; "
+         "hover for the top-5 tokens of both runs.</li>"
+         "<li><b>Cache stats</b>: hit ratios and bytes copied over your run history.</li></ol>"));
+}
+
+void MainWindow::showAbout() {
+  QMessageBox::about(this, tr("About LazyScope"),
+                     tr("<h3>LazyScope workbench</h3><p>A visual RAG workbench for LazyAttention: documents are "
+                        "cached once with keys at document-local positions, and the attention kernel rotates "
+                        "the query instead of copying keys, so one KV copy serves every position.</p>"
+                        "<p>Model: %1<br>Backend: %2 (%3)</p>")
+                         .arg(model_info_.name.isEmpty() ? tr("none") : model_info_.name.toHtmlEscaped(),
+                              model_info_.backend.toHtmlEscaped(), model_info_.device.toHtmlEscaped()));
+}
+
+}  // namespace lazyscope::workbench

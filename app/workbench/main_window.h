@@ -1,0 +1,98 @@
+#pragma once
+// The workbench window: panels in dock widgets, the engine on a worker thread, menus, status bar.
+#include <QMainWindow>
+#include <QThread>
+
+#include "app/workbench/command_line.h"
+#include "app/workbench/workbench_types.h"
+
+class QLabel;
+class QProgressDialog;
+
+namespace lazyscope::workbench {
+
+class BlockMapView;
+class CacheStatsView;
+class CorpusPanel;
+class EngineWorker;
+class EquivalenceView;
+class PromptPanel;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  explicit MainWindow(const WorkbenchOptions& options, QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // Opens the corpus and asks the worker for the model; returns at once.
+  void start();
+  void openModel(const QString& path);
+  void openDefaultModel();
+  // Opens a corpus store (empty path: the bundled sample); false after showing the error.
+  bool openCorpus(const QString& path);
+  // Builds a plan from the panels and hands it to the worker; false (with a message) if it cannot.
+  bool startRun();
+  void stopRun();
+  bool isBusy() const { return busy_; }
+  bool modelLoaded() const { return model_loaded_; }
+  const ModelInfo& modelInfo() const { return model_info_; }
+  QString lastError() const { return last_error_; }
+  bool saveScreenshot(const QString& path);
+  // Fills the prompt from the first sample question and its BM25 top-4 (the --demo start).
+  bool prepareDemoPrompt();
+
+  CorpusPanel* corpusPanel() { return corpus_; }
+  PromptPanel* promptPanel() { return prompt_; }
+  EquivalenceView* equivalenceView() { return equivalence_; }
+  BlockMapView* blockMapView() { return block_map_; }
+  CacheStatsView* cacheStatsView() { return stats_; }
+  EngineWorker* worker() { return worker_; }
+
+ Q_SIGNALS:
+  void modelReady(const lazyscope::workbench::ModelInfo& info);
+  void planFinished(int run_index, bool cancelled);
+  void errorShown(const QString& message);
+  void demoFinished();
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+
+ private:
+  void buildMenus();
+  void buildDocks();
+  void connectWorker();
+  void showError(const QString& what, const QString& message);
+  void updateStatus();
+  void onModelOpened(const ModelInfo& info);
+  void onPlanFinished(int run_index, bool cancelled);
+  void onProgress(double fraction, const QString& what);
+  void onBusy(bool busy);
+  void continueDemo();
+  void restoreSettings();
+  void saveSettings();
+  void showQuickGuide();
+  void showAbout();
+
+  WorkbenchOptions options_;
+  QThread worker_thread_;
+  EngineWorker* worker_ = nullptr;
+  CorpusPanel* corpus_ = nullptr;
+  PromptPanel* prompt_ = nullptr;
+  EquivalenceView* equivalence_ = nullptr;
+  BlockMapView* block_map_ = nullptr;
+  CacheStatsView* stats_ = nullptr;
+  QLabel* model_label_ = nullptr;
+  QLabel* pool_label_ = nullptr;
+  QLabel* activity_label_ = nullptr;
+  QProgressDialog* progress_ = nullptr;
+  ModelInfo model_info_;
+  bool model_loaded_ = false;
+  bool busy_ = false;
+  bool run_in_flight_ = false;
+  int run_counter_ = 0;
+  int demo_stage_ = 0;  // 0 idle, 1 first run, 2 after reorder
+  QString last_error_;
+  QByteArray default_state_;
+};
+
+}  // namespace lazyscope::workbench

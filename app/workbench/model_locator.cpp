@@ -1,0 +1,81 @@
+#include "app/workbench/model_locator.h"
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QStandardPaths>
+#include <filesystem>
+
+#include "engine/model/config.h"
+#include "engine/model/gguf_file.h"
+#include "engine/model/gguf_loader.h"
+#include "engine/model/model_registry.h"
+#include "engine/model/presets.h"
+#include "kernels/error.h"
+
+void lazyscope_init_workbench_resources() { Q_INIT_RESOURCE(workbench); }
+
+namespace lazyscope::workbench {
+namespace {
+
+// The tokenizer's training text: $LAZYSCOPE_TEXT_DIR, else the copy compiled into the binary.
+std::filesystem::path training_text_dir() {
+  const QByteArray env = qgetenv("LAZYSCOPE_TEXT_DIR");
+  if (!env.isEmpty()) return std::filesystem::path(env.toStdString());
+  lazyscope_init_workbench_resources();
+  const QString out = QStandardPaths::writableLocation(QStandardPaths::CacheLocation) + QStringLiteral("/training-text");
+  QDir().mkpath(out);
+  const QDir bundled(QStringLiteral(":/lazyscope/text"));
+  const QStringList files = bundled.entryList({QStringLiteral("*.txt")}, QDir::Files, QDir::Name);
+  if (files.isEmpty()) throw Error("the workbench was built without its bundled training text (resources/text)");
+  for (const QString& name : files) {
+    const QString target = out + '/' + name;
+    QFile::remove(target);
+    if (!QFile::copy(bundled.filePath(name), target))
+      throw Error("cannot write the tokenizer training text to " + target.toStdString());
+  }
+  return std::filesystem::path(out.toStdString());
+}
+
+}  // namespace
+
+std::optional<QString> installed_default_model() {
+  try {
+    if (auto path = default_model_path()) return QString::fromStdString(path->string());
+  } catch (const std::exception&) {
+    // A broken cache is the same as none: fall back to the tiny model.
+  }
+  return std::nullopt;
+}
+
+QString tiny_model_dir() {
+  return QStandardPaths::writableLocation(QStandardPaths::CacheLocation) + QStringLiteral("/models/tiny");
+}
+
+bool tiny_model_present(const QString& dir) {
+  const QDir d(dir);
+  return d.exists(QStringLiteral("config.json")) && d.exists(QStringLiteral("tokenizer.json")) &&
+         (d.exists(QStringLiteral("model.safetensors")) || d.exists(QStringLiteral("model.safetensors.index.json")));
+}
+
+void write_tiny_model(const QString& dir, const ProgressFn& progress) {
+  CheckpointWriteOptions options;
+  options.text_dir = training_text_dir();
+  write_model_checkpoint(find_model_preset("tiny"), 1, std::filesystem::path(dir.toStdString()), options, progress);
+}
+
+qint64 auto_kv_budget(const QString& path, int target_blocks, int block_size) {
+  try {
+    const std::filesystem::path p(path.toStdString());
+    ModelConfig config;
+    if (std::filesystem::is_directory(p))
+      config = load_model_config(p / "config.json");
+    else
+      config = gguf_model_config(GgufFile::open(p));
+    return qint64(config.shape.kv_bytes_per_block(block_size, sizeof(float))) * target_blocks;
+  } catch (const std::exception&) {
+    return qint64(64) << 20;
+  }
+}
+
+}  // namespace lazyscope::workbench
