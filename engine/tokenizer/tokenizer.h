@@ -43,9 +43,6 @@ class Tokenizer {
   static Tokenizer from_json_file(const std::filesystem::path& tokenizer_json);
   static Tokenizer from_json(std::string_view json_text, const std::string& source_name);
   static Tokenizer from_spec(TokenizerSpec spec, const std::string& source_name);
-  // DIR/tokenizer.json plus BOS/EOS from DIR's tokenizer_config.json, config.json and
-  // generation_config.json when present (later files win); no weights are read.
-  static Tokenizer from_model_dir(const std::filesystem::path& dir);
 
   // Text to ids. Added/special tokens in the text are recognised; no BOS is added.
   std::vector<int32_t> encode(std::string_view text) const;

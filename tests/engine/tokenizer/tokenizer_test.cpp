@@ -334,27 +334,6 @@ TEST_F(TrainedTokenizer, FromSpecMatchesFromJson) {
   for (const auto& text : bundled_texts()) EXPECT_EQ(from_spec.encode(text), tokenizer_->encode(text));
 }
 
-TEST(TokenizerFromModelDir, TakesBosAndEosFromConfigFiles) {
-  const auto dir = scratch_dir("tokdir");
-  write_file(dir / "tokenizer.json", trained_tokenizer_json());
-  const auto plain = Tokenizer::from_model_dir(dir);
-  EXPECT_TRUE(plain.eos_ids().empty());
-  EXPECT_TRUE(plain.add_bos());
-  write_file(dir / "config.json", R"({"bos_token_id": 2043, "eos_token_id": 2044})");
-  write_file(dir / "generation_config.json", R"({"eos_token_id": [2044, 2045]})");
-  const auto configured = Tokenizer::from_model_dir(dir);
-  EXPECT_EQ(configured.bos_id(), 2043);
-  EXPECT_EQ(configured.eos_ids(), (std::vector<int32_t>{2044, 2045}));
-  write_file(dir / "config.json", R"({"eos_token_id": "x"})");
-  try {
-    Tokenizer::from_model_dir(dir);
-    ADD_FAILURE() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("config.json"), std::string::npos) << e.what();
-  }
-  std::filesystem::remove_all(dir);
-}
-
 // Loads a broken variant of a valid file and checks the error names the file and the problem.
 void expect_load_error(const std::string& content, const std::string& expected_fragment) {
   const auto dir = scratch_dir("tokbad");
