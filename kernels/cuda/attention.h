@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/cuda/bf16_host.h"
 
@@ -31,6 +32,22 @@ struct alignas(16) KvTile {
 };
 
 inline constexpr int kPrefillTileKeys = 64;
+
+// Host-built description of one or more sequences' block tables, uploaded once per step and
+// shared by every layer.
+struct AttentionPlan {
+  std::vector<KvEntry> entries;
+  std::vector<KvTile> tiles;
+  std::vector<int32_t> seq_entry_offsets{0};  // [batch + 1]
+  std::vector<int32_t> seq_tile_offsets{0};   // [batch + 1]
+  std::vector<int32_t> seq_total_keys;        // [batch]
+  int max_entries = 0;                        // longest table in entries
+};
+
+// Appends one sequence given as (block, shift, valid) entries (key_start is filled in); throws
+// Error on an invalid entry (valid outside 1..block_size, or a shift in a plain call) or a block
+// size that does not divide kPrefillTileKeys.
+void append_table(AttentionPlan& plan, const KvEntry* table, int count, int block_size, bool lazy);
 
 // Decode: one query per sequence; the query is the last key of its table, so every key is seen.
 struct DecodeParams {

@@ -8,6 +8,12 @@
 namespace lazyscope::cuda {
 
 void append_sequence(AttentionPlan& plan, std::span<const BlockRef> table, int block_size, bool lazy) {
+  std::vector<KvEntry> entries(table.size());
+  for (std::size_t i = 0; i < table.size(); ++i) entries[i] = KvEntry{table[i].block, table[i].shift, table[i].valid, 0};
+  append_table(plan, entries.data(), int(entries.size()), block_size, lazy);
+}
+
+void append_table(AttentionPlan& plan, const KvEntry* table, int count, int block_size, bool lazy) {
   if (block_size < 1 || block_size > kPrefillTileKeys || kPrefillTileKeys % block_size != 0) {
     throw Error("cuda attention: block size " + std::to_string(block_size) + " must divide " +
                 std::to_string(kPrefillTileKeys));
@@ -15,8 +21,8 @@ void append_sequence(AttentionPlan& plan, std::span<const BlockRef> table, int b
   const int entries_per_tile = kPrefillTileKeys / block_size;
   const int first_entry = int(plan.entries.size());
   int key = 0;
-  for (std::size_t i = 0; i < table.size(); ++i) {
-    const BlockRef& ref = table[i];
+  for (int i = 0; i < count; ++i) {
+    const KvEntry& ref = table[i];
     if (ref.valid < 1 || ref.valid > block_size) {
       throw Error("cuda attention: table entry " + std::to_string(i) + " (block " + std::to_string(ref.block) +
                   ") has " + std::to_string(ref.valid) + " valid slots");
@@ -28,7 +34,6 @@ void append_sequence(AttentionPlan& plan, std::span<const BlockRef> table, int b
     key += ref.valid;
   }
   // Tiles: runs of equal shift cut into groups of entries_per_tile; indices are sequence-local.
-  const int count = int(table.size());
   for (int i = 0; i < count;) {
     KvTile tile;
     tile.entry_begin = i;

@@ -1,0 +1,227 @@
+// Decode and prefill attention kernels, lazy vs plain, for Llama-3.1-8B attention shapes
+// (32 query / 8 KV heads, head dim 128, 16-token blocks). Prints tables; run on the GPU machine.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "bench/cuda_bench_util.h"
+#include "kernels/cuda/attention.h"
+#include "kernels/cuda/device_buffer.h"
+#include "kernels/cuda/ops.h"
+#include "kernels/cuda_entry.h"
+#include "kernels/error.h"
+#include "kernels/rope.h"
+
+using namespace lazyscope;
+using namespace lazyscope::cuda;
+
+namespace {
+
+constexpr int kHeads = 32, kKvHeads = 8, kDim = 128, kBlock = 16;
+constexpr int kDocTokens = 2048;  // lazy tables change shift every document
+
+struct Pool {
+  DeviceBuffer k, v;
+  int blocks = 0;
+};
+
+Pool make_pool(int blocks) {
+  Pool pool;
+  pool.blocks = blocks;
+  const std::size_t elements = std::size_t(blocks) * kKvHeads * kBlock * kDim;
+  pool.k.resize(elements * 2);
+  pool.v.resize(elements * 2);
+  fill_random_bf16(pool.k.as<bf16_bits>(), int64_t(elements), 1, 1.0f, nullptr);
+  fill_random_bf16(pool.v.as<bf16_bits>(), int64_t(elements), 2, 1.0f, nullptr);
+  return pool;
+}
+
+// A table of `tokens` keys over shuffled blocks [first, first + tokens / kBlock); lazy tables
+// give every document its own shift.
+std::vector<KvEntry> make_table(int tokens, int first_block, bool lazy, std::mt19937& rng) {
+  const int blocks = (tokens + kBlock - 1) / kBlock;
+  std::vector<int> order(blocks);
+  std::iota(order.begin(), order.end(), first_block);
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<KvEntry> table(blocks);
+  for (int b = 0; b < blocks; ++b) {
+    const int doc = b * kBlock / kDocTokens;
+    table[b] = KvEntry{order[b], lazy ? doc * kDocTokens + 3 : 0, std::min(kBlock, tokens - b * kBlock), 0};
+  }
+  return table;
+}
+
+template <typename T>
+DeviceBuffer upload(const std::vector<T>& items) {
+  DeviceBuffer buffer(items.size() * sizeof(T) + 16);
+  LAZYSCOPE_CUDA_CHECK(cudaMemcpy(buffer.as<void>(), items.data(), items.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return buffer;
+}
+
+void decode_table(double copy_gbs, const DeviceBuffer& inv_freq) {
+  std::printf("\n## Decode attention (q_len 1, 32/8 heads, D 128, block 16; KV bytes read = K+V of every key)\n");
+  std::printf("| batch | context | splits | plain µs | lazy µs | plain GB/s | lazy GB/s | plain %% of copy | lazy overhead |\n");
+  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  const int sm = device_sm_count();
+  for (int batch : {1, 4, 16, 32, 64}) {
+    for (int context : {1024, 4096, 8192, 16384, 32768}) {
+      const double kv_bytes = double(batch) * context * kKvHeads * kDim * 2 * 2;
+      // Rotate over enough copies that the working set is several times the 60 MB L2.
+      const int replicas = std::max(1, int(std::ceil(512e6 / kv_bytes)));
+      const int blocks_per_seq = context / kBlock;
+      Pool pool = make_pool(replicas * batch * blocks_per_seq);
+      std::mt19937 rng(batch * 131 + context);
+      std::vector<bf16_bits> q_host(std::size_t(batch) * kHeads * kDim);
+      DeviceBuffer q(q_host.size() * 2), out(q_host.size() * 2);
+      fill_random_bf16(q.as<bf16_bits>(), int64_t(q_host.size()), 3, 1.0f, nullptr);
+      std::vector<int32_t> positions(batch, context - 1 + 10000);
+      DeviceBuffer d_positions = upload(positions);
+      double times[2];
+      int splits = 1;
+      for (int lazy = 0; lazy < 2; ++lazy) {
+        std::vector<AttentionPlan> plans(replicas);
+        std::vector<DeviceBuffer> entries, offsets;
+        for (int r = 0; r < replicas; ++r) {
+          for (int s = 0; s < batch; ++s) {
+            std::vector<KvEntry> table = make_table(context, (r * batch + s) * blocks_per_seq, lazy, rng);
+            append_table(plans[r], table.data(), int(table.size()), kBlock, lazy);
+          }
+          entries.push_back(upload(plans[r].entries));
+          offsets.push_back(upload(plans[r].seq_entry_offsets));
+        }
+        splits = decode_num_splits(batch, kKvHeads, plans[0].max_entries, sm);
+        DeviceBuffer po(split_partial_o_floats(batch * kHeads, splits, kDim) * 4);
+        DeviceBuffer pml(split_partial_ml_floats(batch * kHeads, splits) * 4);
+        int r = 0;
+        times[lazy] = bench::median_ms([&] {
+          DecodeParams p;
+          p.q = q.as<bf16_bits>();
+          p.q_row_stride = kHeads * kDim;
+          p.q_positions = d_positions.as<int32_t>();
+          p.k_pool = pool.k.as<bf16_bits>();
+          p.v_pool = pool.v.as<bf16_bits>();
+          p.entries = entries[r].as<KvEntry>();
+          p.seq_entry_offsets = offsets[r].as<int32_t>();
+          p.batch = batch;
+          p.max_entries = plans[r].max_entries;
+          p.num_heads = kHeads;
+          p.num_kv_heads = kKvHeads;
+          p.head_dim = kDim;
+          p.block_size = kBlock;
+          p.inv_freq = inv_freq.as<float>();
+          p.lazy = lazy;
+          p.out = out.as<bf16_bits>();
+          p.num_splits = splits;
+          p.partial_o = po.as<float>();
+          p.partial_ml = pml.as<float>();
+          decode_attention(p, nullptr);
+          r = (r + 1) % replicas;
+        }, 21, 10, 3);
+      }
+      const double plain_gbs = kv_bytes / (times[0] * 1e-3) / 1e9, lazy_gbs = kv_bytes / (times[1] * 1e-3) / 1e9;
+      std::printf("| %d | %d | %d | %.1f | %.1f | %.0f | %.0f | %.0f %% | %+.1f %% |\n", batch, context, splits,
+                  times[0] * 1e3, times[1] * 1e3, plain_gbs, lazy_gbs, 100.0 * plain_gbs / copy_gbs,
+                  100.0 * (times[1] / times[0] - 1.0));
+      std::fflush(stdout);
+    }
+  }
+}
+
+double prefill_ms(const Pool& pool, const std::vector<KvEntry>& table, int n, bool lazy, const DeviceBuffer& inv_freq,
+                  int* splits_out) {
+  AttentionPlan plan;
+  append_table(plan, table.data(), int(table.size()), kBlock, lazy);
+  const int total = plan.seq_total_keys[0];
+  DeviceBuffer entries = upload(plan.entries), tiles = upload(plan.tiles);
+  std::vector<int32_t> positions(n);
+  for (int i = 0; i < n; ++i) positions[i] = total - n + i + 5;
+  DeviceBuffer d_positions = upload(positions);
+  DeviceBuffer q(std::size_t(n) * kHeads * kDim * 2), out(std::size_t(n) * kHeads * kDim * 2);
+  fill_random_bf16(q.as<bf16_bits>(), int64_t(n) * kHeads * kDim, 5, 1.0f, nullptr);
+  const int splits = prefill_num_splits(n, kHeads, kKvHeads, int(plan.tiles.size()), device_sm_count());
+  *splits_out = splits;
+  DeviceBuffer po(split_partial_o_floats(n * kHeads, splits, kDim) * 4);
+  DeviceBuffer pml(split_partial_ml_floats(n * kHeads, splits) * 4);
+  return bench::median_ms([&] {
+    PrefillParams p;
+    p.q = q.as<bf16_bits>();
+    p.q_row_stride = kHeads * kDim;
+    p.q_positions = d_positions.as<int32_t>();
+    p.k_pool = pool.k.as<bf16_bits>();
+    p.v_pool = pool.v.as<bf16_bits>();
+    p.entries = entries.as<KvEntry>();
+    p.tiles = tiles.as<KvTile>();
+    p.num_tiles = int(plan.tiles.size());
+    p.n = n;
+    p.prior = total - n;
+    p.num_heads = kHeads;
+    p.num_kv_heads = kKvHeads;
+    p.head_dim = kDim;
+    p.block_size = kBlock;
+    p.inv_freq = inv_freq.as<float>();
+    p.lazy = lazy;
+    p.out = out.as<bf16_bits>();
+    p.num_splits = splits;
+    p.partial_o = po.as<float>();
+    p.partial_ml = pml.as<float>();
+    prefill_attention(p, nullptr);
+  }, 15, 5, 3);
+}
+
+void prefill_table(const DeviceBuffer& inv_freq) {
+  std::printf("\n## Prefill attention (32/8 heads, D 128, block 16)\n");
+  std::printf("| shape | keys | splits | plain µs | lazy µs | plain TFLOP/s | lazy TFLOP/s | lazy overhead |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+  Pool pool = make_pool(16384 / kBlock + 16);
+  std::mt19937 rng(7);
+  struct Shape {
+    const char* name;
+    int prior, n;
+    bool causal_full;
+  };
+  for (Shape s : {Shape{"4 docs x 2K + 64-token query", 4 * 2048, 64, false}, Shape{"causal 4K", 0, 4096, true},
+                  Shape{"causal 8K", 0, 8192, true}, Shape{"causal 16K", 0, 16384, true}}) {
+    const int total = s.prior + s.n;
+    double times[2];
+    int splits = 1;
+    for (int lazy = 0; lazy < 2; ++lazy) {
+      std::vector<KvEntry> table = make_table(total, 0, lazy, rng);
+      times[lazy] = prefill_ms(pool, table, s.n, lazy, inv_freq, &splits);
+    }
+    // FLOPs: QK^T and PV, 2 each per multiply-add; causal counts the visible half.
+    const double pairs = s.causal_full ? double(s.n) * (s.n + 1) / 2.0 : double(s.n) * s.prior + double(s.n) * (s.n + 1) / 2.0;
+    const double flops = 4.0 * pairs * kDim * kHeads;
+    std::printf("| %s | %d | %d | %.1f | %.1f | %.1f | %.1f | %+.1f %% |\n", s.name, total, splits, times[0] * 1e3,
+                times[1] * 1e3, flops / (times[0] * 1e-3) / 1e12, flops / (times[1] * 1e-3) / 1e12,
+                100.0 * (times[1] / times[0] - 1.0));
+    std::fflush(stdout);
+  }
+}
+
+}  // namespace
+
+int main() {
+  try {
+    if (cuda::device_count() == 0) {
+      std::printf("no CUDA GPU visible: nothing to measure\n");
+      return 0;
+    }
+    const double copy_gbs = bench::copy_bandwidth_gbs();
+    std::printf("# Attention kernels, %d SMs\n\ndevice-to-device copy: %.0f GB/s (read + write, 2 GiB)\n",
+                device_sm_count(), copy_gbs);
+    RopeParams rope;
+    rope.theta = 500000.0f;
+    rope.llama3 = true;
+    const std::vector<float> inv = rope_inv_freq(rope, kDim);
+    DeviceBuffer inv_freq = upload(inv);
+    prefill_table(inv_freq);
+    decode_table(copy_gbs, inv_freq);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_cuda_attention: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
