@@ -11,13 +11,13 @@
 namespace lazyscope {
 namespace {
 
-using testing_gguf::quoted;
+using testing_gguf::shell_quoted;
 
 class GgufDequantize : public ::testing::TestWithParam<const char*> {
  protected:
   static void SetUpTestSuite() {
     dir_ = new std::filesystem::path(testing_gguf::scratch_dir("quants"));
-    ok_ = testing_gguf::run_fixture("quants " + quoted(*dir_ / "quants.gguf"));
+    ok_ = testing_gguf::run_fixture("quants " + shell_quoted(*dir_ / "quants.gguf"));
   }
   static void TearDownTestSuite() {
     std::filesystem::remove_all(*dir_);
@@ -58,7 +58,7 @@ TEST_P(GgufDequantize, MatchesGgufPythonReference) {
   EXPECT_GT(magnitude, 1.0);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTypes, GgufDequantize,
+INSTANTIATE_TEST_SUITE_P(GgufAllTypes, GgufDequantize,
                          ::testing::Values("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0",
                                            "Q5_1", "Q4_K", "Q5_K", "Q6_K"),
                          [](const auto& info) { return std::string(info.param); });

@@ -100,8 +100,8 @@ class GgufFileTest : public ::testing::Test {
 };
 
 TEST_F(GgufFileTest, ReadsEveryMetadataTypeWrittenByThePythonPackage) {
-  ASSERT_TRUE(testing_gguf::run_fixture("llama " + testing_gguf::quoted(dir_ / "m.gguf") + " " +
-                                        testing_gguf::quoted(dir_)));
+  ASSERT_TRUE(testing_gguf::run_fixture("llama " + testing_gguf::shell_quoted(dir_ / "m.gguf") + " " +
+                                        testing_gguf::shell_quoted(dir_)));
   const GgufFile file = GgufFile::open(dir_ / "m.gguf");
   EXPECT_EQ(file.version(), 3u);
   EXPECT_EQ(file.alignment(), 32u);
@@ -193,7 +193,7 @@ TEST_F(GgufFileTest, RejectsUnknownTensorTypesAndBadShapes) {
 
 TEST_F(GgufFileTest, RejectsLyingLengthsAndCounts) {
   GgufBytes long_string = header(0, 1);
-  long_string.put<uint64_t>(1ull << 40);
+  long_string.put<uint64_t>(1ull << 40).zeros(16);
   expect_error(long_string.bytes(), {"implausible length"});
   GgufBytes long_array = header(0, 1);
   long_array.str("big").put<uint32_t>(uint32_t(GgufValueType::Array))

@@ -13,7 +13,7 @@
 namespace lazyscope {
 namespace {
 
-using testing_gguf::quoted;
+using testing_gguf::shell_quoted;
 
 std::vector<float> read_floats(const std::filesystem::path& path) {
   const std::string bytes = testing_gguf::read_text(path);
@@ -28,7 +28,7 @@ class GgufLoaderTest : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
   std::filesystem::path make(const std::string& options, const std::string& name = "tiny.gguf") {
     const auto path = dir_ / name;
-    EXPECT_TRUE(testing_gguf::run_fixture("llama " + quoted(path) + " " + quoted(dir_) + " " + options));
+    EXPECT_TRUE(testing_gguf::run_fixture("llama " + shell_quoted(path) + " " + shell_quoted(dir_) + " " + options));
     return path;
   }
   void expect_error(const std::string& options, std::vector<std::string> fragments) {

@@ -18,15 +18,24 @@ inline std::filesystem::path scratch_dir(const std::string& name) {
   return dir;
 }
 
+// Built with += since GCC 12 at -O3 warns falsely (-Wrestrict) on "literal" + std::string.
+inline std::string shell_quoted(const std::filesystem::path& path) {
+  std::string text(1, '"');
+  text += path.string();
+  text += '"';
+  return text;
+}
+
 // Runs tests/engine/model/gguf_fixtures.py with `args`; true on success.
 inline bool run_fixture(const std::string& args) {
-  const std::string command = std::string("\"") + LAZYSCOPE_PYTHON + "\" \"" +
-                              LAZYSCOPE_SOURCE_DIR + "/tests/engine/model/gguf_fixtures.py\" " +
-                              args;
+  std::string command = shell_quoted(LAZYSCOPE_PYTHON);
+  command += ' ';
+  command += shell_quoted(std::string(LAZYSCOPE_SOURCE_DIR) + "/tests/engine/model/gguf_fixtures.py");
+  command += ' ';
+  command += args;
   return std::system(command.c_str()) == 0;
 }
 
-inline std::string quoted(const std::filesystem::path& path) { return "\"" + path.string() + "\""; }
 
 inline std::string read_text(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);

@@ -13,7 +13,7 @@
 namespace lazyscope {
 namespace {
 
-using testing_gguf::quoted;
+using testing_gguf::shell_quoted;
 
 // Compares every case of a {text, ids} JSON list; returns the number of mismatches.
 int compare_cases(const Tokenizer& tokenizer, const std::filesystem::path& cases_json,
@@ -46,7 +46,7 @@ class GgufTokenizerTest : public ::testing::TestWithParam<const char*> {
 
 TEST_P(GgufTokenizerTest, MatchesHfTokenizersOnTheSameVocabulary) {
   const std::string pre = GetParam();
-  ASSERT_TRUE(testing_gguf::run_fixture("llama " + quoted(dir_ / "m.gguf") + " " + quoted(dir_) +
+  ASSERT_TRUE(testing_gguf::run_fixture("llama " + shell_quoted(dir_ / "m.gguf") + " " + shell_quoted(dir_) +
                                         " --pre " + pre));
   const GgufFile file = GgufFile::open(dir_ / "m.gguf");
   const TokenizerSpec spec = gguf_tokenizer_spec(file);
@@ -63,7 +63,7 @@ TEST_P(GgufTokenizerTest, MatchesHfTokenizersOnTheSameVocabulary) {
   EXPECT_EQ(total, 300);
 }
 
-INSTANTIATE_TEST_SUITE_P(PreTokenizers, GgufTokenizerTest,
+INSTANTIATE_TEST_SUITE_P(GgufPreTokenizers, GgufTokenizerTest,
                          ::testing::Values("smollm", "llama-bpe", "gpt-2"),
                          [](const auto& info) {
                            std::string name = info.param;
@@ -89,8 +89,8 @@ TEST(GgufTokenizerSmolLM2, MatchesHfTokenizersOnThousandsOfStrings) {
   const auto path = default_model_path();
   if (!path) GTEST_SKIP() << "SmolLM2 is not installed (scripts/install_default_model.sh)";
   const auto dir = testing_gguf::scratch_dir("smollm2");
-  ASSERT_TRUE(testing_gguf::run_fixture("hf-ids " + quoted(*path) + " smollm " +
-                                        quoted(dir / "cases.json") + " 4000"));
+  ASSERT_TRUE(testing_gguf::run_fixture("hf-ids " + shell_quoted(*path) + " smollm " +
+                                        shell_quoted(dir / "cases.json") + " 4000"));
   const GgufFile file = GgufFile::open(*path);
   const Tokenizer tokenizer = load_gguf_tokenizer(file);
   EXPECT_EQ(tokenizer.vocab_size(), 49152);

@@ -1,0 +1,137 @@
+// CPU prefill and decode speed on the default model (SmolLM2-135M-Instruct), fp32 reference
+// backend, all cores. Prints a table; never part of the test run.
+//
+//   bench_cpu_speed [MODEL] [--threads N]   (MODEL defaults to the installed default model)
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/model/model_loader.h"
+#include "engine/model/model_registry.h"
+#include "engine/runtime/session.h"
+#include "engine/tokenizer/chat_template.h"
+#include "kernels/error.h"
+
+namespace {
+
+using namespace lazyscope;
+
+const char* kParagraph =
+    "LazyAttention stores each retrieved document's keys and values once, rotated at the "
+    "positions where the document was encoded, and applies the remaining rotation to the query "
+    "inside the attention kernel. Because rotary position embeddings only depend on the offset "
+    "between two positions, this is exactly equivalent to moving every cached key, without "
+    "copying anything. The river Seine flows through Paris, the capital of France, which is "
+    "known for its museums, its cafes and the tower built by Gustave Eiffel in 1889. ";
+
+std::vector<int32_t> prompt_of(const Tokenizer& tokenizer, int length) {
+  std::string text;
+  std::vector<int32_t> ids;
+  while (int(ids.size()) < length) {
+    text += kParagraph;
+    ids = tokenizer.encode(text);
+  }
+  ids.resize(std::size_t(length));
+  return ids;
+}
+
+int run(int argc, char** argv) {
+  std::filesystem::path model_path;
+  int threads = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+      threads = std::atoi(argv[++i]);
+    } else {
+      model_path = argv[i];
+    }
+  }
+  if (model_path.empty()) {
+    const auto installed = default_model_path();
+    if (!installed) {
+      std::fprintf(stderr, "bench_cpu_speed: the default model is not installed "
+                           "(run scripts/install_default_model.sh) and no model was given\n");
+      return 2;
+    }
+    model_path = *installed;
+  }
+
+  SessionOptions options;
+  options.model = model_path;
+  options.backend = BackendKind::Cpu;
+  options.kv_budget_bytes = 256ull << 20;
+  options.cpu_threads = threads;
+  const auto load_start = std::chrono::steady_clock::now();
+  Session session(options);
+  const double load_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+  const ModelShape& s = session.config().shape;
+  std::printf("model     %s\n", model_path.string().c_str());
+  std::printf("shape     %d layers, %d/%d heads, head dim %d, hidden %d, vocab %d\n", s.num_layers,
+              s.num_heads, s.num_kv_heads, s.head_dim, s.hidden_size, s.vocab_size);
+  std::printf("backend   %s (%s), threads %d of %u cores, load %.2f s\n\n",
+              session.backend_name().c_str(), session.device().c_str(), threads,
+              std::thread::hardware_concurrency(), load_s);
+
+  // Full mode, no caching: TTFT is the whole prefill; decode runs 32 greedy tokens after it.
+  std::printf("%-8s %8s %12s %14s %14s %14s\n", "mode", "prompt", "ttft ms", "prefill tok/s",
+              "decode ms/tok", "decode tok/s");
+  for (int length : {32, 128, 512}) {
+    Request request;
+    request.prefix_ids = std::vector<int32_t>{};
+    request.query_ids = prompt_of(session.tokenizer(), length);
+    RunOptions run;
+    run.mode = Mode::Full;
+    run.policy = Policy::None;
+    run.max_new_tokens = 32;
+    run.keep_logits = false;
+    const RunResult result = session.submit(request, run);
+    const double decode_tps =
+        result.decode_ms_per_token > 0 ? 1000.0 / result.decode_ms_per_token : 0.0;
+    std::printf("%-8s %8d %12.1f %14.1f %14.2f %14.1f\n", "full", result.prompt_tokens,
+                result.ttft_ms, 1000.0 * result.prompt_tokens / result.ttft_ms,
+                result.decode_ms_per_token, decode_tps);
+  }
+
+  // Block mode RAG prompt in the model's chat format: cold (documents encoded) vs warm (lazy
+  // reuse of every document, placed in a new order).
+  const std::vector<RagDocument> docs = {
+      {"Seine", std::string(kParagraph) + kParagraph},
+      {"Eiffel", std::string(kParagraph)},
+      {"LazyAttention", std::string(kParagraph) + kParagraph + kParagraph},
+      {"Paris", std::string(kParagraph)}};
+  const RagPromptParts parts = build_rag_prompt(session.model().chat_template, "",
+                                                docs, "When was the tower built?");
+  Request rag;
+  rag.prefix = parts.prefix_text;
+  rag.documents = parts.document_texts;
+  rag.query = parts.query_text;
+  rag.max_new_tokens = 16;
+  RunOptions run;
+  run.mode = Mode::Block;
+  run.policy = Policy::Lazy;
+  run.keep_logits = false;
+  std::printf("\n%-14s %8s %12s %14s %10s\n", "block/lazy", "prompt", "ttft ms", "decode ms/tok",
+              "hit ratio");
+  for (const char* label : {"cold", "warm reorder"}) {
+    const RunResult result = session.submit(rag, run);
+    std::printf("%-14s %8d %12.1f %14.2f %10.3f\n", label, result.prompt_tokens, result.ttft_ms,
+                result.decode_ms_per_token, result.stats.token_hit_ratio());
+    rag.order = {3, 1, 0, 2};
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_cpu_speed: %s\n", e.what());
+    return 1;
+  }
+}
