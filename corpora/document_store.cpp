@@ -328,25 +328,39 @@ std::vector<SearchHit> DocumentStore::search(std::string_view query, const Searc
   std::string match = to_fts_query(query);
   if (match.empty() || options.k <= 0) return {};
   std::lock_guard lock(impl_->mutex);
-  std::string weights = std::to_string(kTitleWeight) + ", " + std::to_string(kTextWeight);
-  std::string sql = std::string("SELECT ") + kDocumentColumns + ", -bm25(documents_fts, " + weights +
-                    "), snippet(documents_fts, 1, ?, ?, '…', ?) FROM documents_fts"
-                    " JOIN documents d ON d.docid = documents_fts.rowid"
-                    " WHERE documents_fts MATCH ? ORDER BY bm25(documents_fts, " + weights + ") LIMIT ?";
-  Statement s(impl_->db, sql, impl_->path);
-  s.bind(1, options.highlight_open);
-  s.bind(2, options.highlight_close);
-  s.bind(3, int64_t(std::clamp(options.snippet_words, 1, 64)));
-  s.bind(4, match);
-  s.bind(5, int64_t(options.k));
+  std::string bm25 = "bm25(documents_fts, " + std::to_string(kTitleWeight) + ", " + std::to_string(kTextWeight) + ")";
+  // Rank first, touching only the index; documents and snippets are read for the top k alone.
+  Statement rank(impl_->db,
+                 "SELECT rowid, -" + bm25 + " FROM documents_fts WHERE documents_fts MATCH ? ORDER BY " + bm25 +
+                     " LIMIT ?",
+                 impl_->path);
+  rank.bind(1, match);
+  rank.bind(2, int64_t(options.k));
   std::vector<SearchHit> hits;
-  while (s.step(impl_->path)) {
+  while (rank.step(impl_->path)) {
     SearchHit hit;
     hit.rank = int(hits.size()) + 1;
-    hit.document = read_document(s);
-    hit.score = s.real(6);
-    hit.snippet = s.text(7);
+    hit.document.rowid = rank.integer(0);
+    hit.score = rank.real(1);
     hits.push_back(std::move(hit));
+  }
+  Statement fetch(impl_->db,
+                  std::string("SELECT ") + kDocumentColumns +
+                      ", snippet(documents_fts, 1, ?, ?, '…', ?) FROM documents_fts"
+                      " JOIN documents d ON d.docid = documents_fts.rowid"
+                      " WHERE documents_fts MATCH ? AND documents_fts.rowid = ?",
+                  impl_->path);
+  for (SearchHit& hit : hits) {
+    fetch.bind(1, options.highlight_open);
+    fetch.bind(2, options.highlight_close);
+    fetch.bind(3, int64_t(std::clamp(options.snippet_words, 1, 64)));
+    fetch.bind(4, match);
+    fetch.bind(5, hit.document.rowid);
+    if (fetch.step(impl_->path)) {
+      hit.document = read_document(fetch);
+      hit.snippet = fetch.text(6);
+    }
+    fetch.reset();
   }
   return hits;
 }
