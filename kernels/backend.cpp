@@ -1,10 +1,6 @@
 #include "kernels/backend.h"
 
-#include "kernels/cpu/cpu_backend.h"
 #include "kernels/error.h"
-#ifdef LAZYSCOPE_HAVE_CUDA
-#include "kernels/cuda_entry.h"
-#endif
 
 namespace lazyscope {
 
@@ -17,25 +13,6 @@ BackendKind parse_backend_kind(const std::string& text) {
   if (text == "cpu") return BackendKind::Cpu;
   if (text == "cuda") return BackendKind::Cuda;
   throw Error("unknown backend '" + text + "' (expected auto, cpu or cuda)");
-}
-
-int cuda_device_count() {
-#ifdef LAZYSCOPE_HAVE_CUDA
-  return cuda::device_count();
-#else
-  return 0;
-#endif
-}
-
-std::unique_ptr<Backend> make_backend(BackendKind kind, int cpu_threads) {
-  if (kind == BackendKind::Auto) kind = cuda_device_count() > 0 ? BackendKind::Cuda : BackendKind::Cpu;
-  if (kind == BackendKind::Cpu) return std::make_unique<CpuBackend>(cpu_threads);
-#ifdef LAZYSCOPE_HAVE_CUDA
-  if (cuda_device_count() == 0) throw Error("--backend cuda: no CUDA GPU is visible on this machine");
-  return cuda::make_backend();
-#else
-  throw Error("--backend cuda: this build of LazyScope has no CUDA backend (nvcc was not found)");
-#endif
 }
 
 }  // namespace lazyscope

@@ -1,0 +1,40 @@
+#include "engine/runtime/default_model.h"
+
+#include <unistd.h>
+
+#include "engine/model/model_registry.h"
+#include "engine/model/presets.h"
+#include "kernels/error.h"
+
+namespace lazyscope {
+namespace {
+
+std::filesystem::path generated_preset(const std::string& name, const ProgressFn& progress) {
+  const std::filesystem::path dir = model_cache_dir() / ("lazyscope-" + name);
+  if (std::filesystem::exists(dir / "config.json") && std::filesystem::exists(dir / "tokenizer.json")) return dir;
+  // Write next to it and rename, so an interrupted first start never leaves half a model.
+  const std::filesystem::path tmp = dir.string() + ".tmp" + std::to_string(getpid());
+  std::filesystem::create_directories(tmp.parent_path());
+  CheckpointWriteOptions options;
+  options.text_dir = std::filesystem::path(LAZYSCOPE_SOURCE_DIR) / "resources" / "text";
+  write_model_checkpoint(find_model_preset(name), 7, tmp, options, progress);
+  std::error_code ec;
+  std::filesystem::rename(tmp, dir, ec);
+  if (ec) std::filesystem::remove_all(tmp, ec);  // another process won the race
+  return dir;
+}
+
+}  // namespace
+
+ResolvedModel resolve_model(const std::string& spec, const ProgressFn& progress) {
+  if (spec.empty() || spec == "default") {
+    if (auto smol = default_model_path()) return {*smol, ""};
+    return {generated_preset("tiny", progress),
+            "SmolLM2-135M-Instruct is not installed (scripts/install_default_model.sh): using the generated tiny model"};
+  }
+  if (spec == "tiny" || spec == "small") return {generated_preset(spec, progress), ""};
+  if (!std::filesystem::exists(spec)) throw Error(spec + ": no such model directory or file");
+  return {spec, ""};
+}
+
+}  // namespace lazyscope

@@ -1,0 +1,20 @@
+#pragma once
+// What "the model" means when a user names none: SmolLM2-135M-Instruct when installed, else
+// the generated tiny model (made once in the user's model cache).
+#include <filesystem>
+#include <string>
+
+#include "engine/common/progress.h"
+
+namespace lazyscope {
+
+struct ResolvedModel {
+  std::filesystem::path path;
+  std::string note;  // e.g. "SmolLM2 is not installed: using the generated tiny model"
+};
+
+// spec: "" or "default" -> the default; "tiny" / "small" -> that generated preset (made on
+// first use); anything else is a path to an HF directory or a .gguf file.
+ResolvedModel resolve_model(const std::string& spec, const ProgressFn& progress = {});
+
+}  // namespace lazyscope

@@ -1,0 +1,30 @@
+// Chooses and builds a backend; the only place that links the CUDA library when it exists.
+#include "kernels/backend.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/error.h"
+#ifdef LAZYSCOPE_HAVE_CUDA
+#include "kernels/cuda_entry.h"
+#endif
+
+namespace lazyscope {
+
+int cuda_device_count() {
+#ifdef LAZYSCOPE_HAVE_CUDA
+  return cuda::device_count();
+#else
+  return 0;
+#endif
+}
+
+std::unique_ptr<Backend> make_backend(BackendKind kind, int cpu_threads) {
+  if (kind == BackendKind::Auto) kind = cuda_device_count() > 0 ? BackendKind::Cuda : BackendKind::Cpu;
+  if (kind == BackendKind::Cpu) return std::make_unique<CpuBackend>(cpu_threads);
+#ifdef LAZYSCOPE_HAVE_CUDA
+  if (cuda_device_count() == 0) throw Error("--backend cuda: no CUDA GPU is visible on this machine");
+  return cuda::make_backend();
+#else
+  throw Error("--backend cuda: this build of LazyScope has no CUDA backend (nvcc was not found)");
+#endif
+}
+
+}  // namespace lazyscope
