@@ -94,6 +94,7 @@ struct PrefillParams {
   const float* inv_freq = nullptr;
   bool lazy = false;
   bf16_bits* out = nullptr;              // [n, num_heads, head_dim]
+  int rows_per_warp = 32;                // 32 (default) or 16: rows of the MMA tile per warp
   int num_splits = 1;
   float* partial_o = nullptr;            // [n * num_heads, num_splits, head_dim]
   float* partial_ml = nullptr;

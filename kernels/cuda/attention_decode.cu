@@ -240,10 +240,23 @@ void dispatch_group(const DecodeParams& p, cudaStream_t stream) {
 
 int decode_num_splits(int batch, int num_kv_heads, int max_entries, int sm_count) {
   const int ctas = batch * num_kv_heads;
-  // Aim for about two waves of CTAs, each split keeping at least 8 blocks (two per warp).
-  int splits = (2 * sm_count + ctas - 1) / ctas;
-  splits = std::min(splits, std::max(1, max_entries / 8));
-  return std::max(1, std::min(splits, 64));
+  // Two resident CTAs per SM (about 200 registers a thread). Pick the fewest splits that fill
+  // the last wave to >= 90 %, so no half-empty wave doubles the time; each split keeps >= 4 blocks.
+  const int capacity = 2 * sm_count;
+  const int max_splits = std::max(1, std::min(128, max_entries / 4));
+  int best = 1;
+  double best_efficiency = 0.0;
+  for (int splits = 1; splits <= max_splits; ++splits) {
+    const int total = ctas * splits;
+    const int waves = (total + capacity - 1) / capacity;
+    const double efficiency = double(total) / (double(waves) * capacity);
+    if (total >= capacity && efficiency >= 0.9) return splits;
+    if (efficiency > best_efficiency + 1e-9) {
+      best_efficiency = efficiency;
+      best = splits;
+    }
+  }
+  return best;
 }
 
 void decode_attention(const DecodeParams& p, cudaStream_t stream) {

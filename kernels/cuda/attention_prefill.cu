@@ -18,17 +18,23 @@ namespace {
 using namespace detail;
 
 constexpr int kWarps = 4;
-constexpr int kRows = 16 * kWarps;        // rows per CTA
 constexpr int kKeys = kPrefillTileKeys;   // keys per tile
 
-template <int D>
-constexpr int smem_bytes() {
-  return (kRows + 4 * kKeys) * (D + 8) * 2 + 2 * kKeys * 4;
+template <int MT>
+constexpr int rows_per_cta() {
+  return 16 * MT * kWarps;
 }
 
-template <int D, bool LAZY>
+template <int D, int MT>
+constexpr int smem_bytes() {
+  return (rows_per_cta<MT>() + 4 * kKeys) * (D + 8) * 2 + 2 * kKeys * 4;
+}
+
+// MT: 16-row MMA tiles per warp (2 halves the shared-memory traffic per MMA of K and V).
+template <int D, int MT, bool LAZY>
 __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
   constexpr int kLd = D + 8;  // padded row: ldmatrix rows land in distinct banks
+  constexpr int kRows = rows_per_cta<MT>();
   extern __shared__ __align__(16) uint8_t smem[];
   __nv_bfloat16* q_s = reinterpret_cast<__nv_bfloat16*>(smem);
   __nv_bfloat16* k_s = q_s + kRows * kLd;            // [2][kKeys][kLd]
@@ -56,12 +62,15 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
   const int tile_begin = split * per_split;
   const int tile_end = min(visible_tiles, tile_begin + per_split);
 
-  // This thread's two rows (quad_row and quad_row + 8 of its warp's 16).
-  int key_limit[2];
+  // This thread's rows: quad_row and quad_row + 8 of each of its warp's MT row tiles.
+  int key_limit[MT][2];
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const int row = row0 + warp * 16 + quad_row + half * 8;
-    key_limit[half] = row < rows_total ? p.prior + row / group_size : -1;
+  for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int row = row0 + (warp * MT + mt) * 16 + quad_row + half * 8;
+      key_limit[mt][half] = row < rows_total ? p.prior + row / group_size : -1;
+    }
   }
 
   auto load_tile = [&](int tile_index, int stage) {
@@ -85,18 +94,15 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
     }
   };
 
-  uint32_t q_frag[D / 16][4];
-  auto load_q_fragments = [&]() {
+  float o[MT][D / 8][4];
+  float row_max[MT][2], row_sum[MT][2];
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      ldmatrix_x4(q_frag[kk], q_s + (warp * 16 + lane % 16) * kLd + kk * 16 + (lane / 16) * 8);
-    }
-  };
-
-  float o[D / 8][4];
+  for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-  for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
-  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f};
+    for (int i = 0; i < D / 8; ++i) o[mt][i][0] = o[mt][i][1] = o[mt][i][2] = o[mt][i][3] = 0.0f;
+    row_max[mt][0] = row_max[mt][1] = -INFINITY;
+    row_sum[mt][0] = row_sum[mt][1] = 0.0f;
+  }
   const float score_scale = rsqrtf(float(D)) * kLog2e;
 
   if (tile_begin < tile_end) {
@@ -124,165 +130,214 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
       } else {
         cp_async_wait<0>();
       }
-      __syncthreads();
       if constexpr (LAZY) {
         const int shift = p.tiles[ti].shift;
         if (shift != current_shift) {
-          // A new shift run: rotate every row's raw query by (m − δ) once, into shared memory.
+          // A new shift run: rotate the raw query of every row by (m − δ) once. Work items are
+          // (token, 8-dim chunk of the first half): one sincos per (token, pair) serves the
+          // token's whole GQA group; 16-byte loads from the (L2-resident) raw query.
           current_shift = shift;
-          constexpr int kHalf = D / 2;
-          for (int idx = threadIdx.x; idx < kRows * kHalf; idx += blockDim.x) {
-            const int r = idx / kHalf, i = idx % kHalf;
-            const int row = row0 + r;
-            float a = 0.0f, b = 0.0f, c = 1.0f, s = 0.0f;
-            if (row < rows_total) {
-              const int token = row / group_size;
-              const int head = kv_head * group_size + row % group_size;
-              const __nv_bfloat16* q_row =
-                  reinterpret_cast<const __nv_bfloat16*>(p.q) + token * p.q_row_stride + head * D;
-              a = __bfloat162float(q_row[i]);
-              b = __bfloat162float(q_row[i + kHalf]);
-              rope_cos_sin(static_cast<long long>(p.q_positions[token]) - shift, p.inv_freq[i], &c, &s);
+          constexpr int kHalf = D / 2, kChunks = kHalf / 8;
+          const int tokens = kRows / group_size;
+          for (int idx = threadIdx.x; idx < tokens * kChunks; idx += blockDim.x) {
+            const int local_token = idx / kChunks, dim = (idx % kChunks) * 8;
+            const int token = row0 / group_size + local_token;
+            float c[8], s[8];
+            const bool valid = token < p.n;
+            if (valid) {
+              const long long angle_pos = static_cast<long long>(p.q_positions[token]) - shift;
+#pragma unroll
+              for (int j = 0; j < 8; ++j) rope_cos_sin(angle_pos, p.inv_freq[dim + j], &c[j], &s[j]);
             }
-            q_s[r * kLd + i] = __float2bfloat16(a * c - b * s);
-            q_s[r * kLd + i + kHalf] = __float2bfloat16(b * c + a * s);
+            for (int g = 0; g < group_size; ++g) {
+              const int r = local_token * group_size + g;
+              uint4 lo_raw = make_uint4(0, 0, 0, 0), hi_raw = make_uint4(0, 0, 0, 0);
+              if (valid) {
+                const bf16_bits* q_row = p.q + token * p.q_row_stride + (kv_head * group_size + g) * D;
+                lo_raw = *reinterpret_cast<const uint4*>(q_row + dim);
+                hi_raw = *reinterpret_cast<const uint4*>(q_row + dim + kHalf);
+              }
+              float a[8], b[8];
+              unpack8(lo_raw, a);
+              unpack8(hi_raw, b);
+              uint4 lo_out, hi_out;
+              uint32_t* lo_words = reinterpret_cast<uint32_t*>(&lo_out);
+              uint32_t* hi_words = reinterpret_cast<uint32_t*>(&hi_out);
+#pragma unroll
+              for (int j = 0; j < 4; ++j) {
+                const int x = 2 * j, y = 2 * j + 1;
+                lo_words[j] = pack_bf16x2(a[x] * c[x] - b[x] * s[x], a[y] * c[y] - b[y] * s[y]);
+                hi_words[j] = pack_bf16x2(b[x] * c[x] + a[x] * s[x], b[y] * c[y] + a[y] * s[y]);
+              }
+              *reinterpret_cast<uint4*>(q_s + r * kLd + dim) = lo_out;
+              *reinterpret_cast<uint4*>(q_s + r * kLd + dim + kHalf) = hi_out;
+            }
           }
-          __syncthreads();
-          load_q_fragments();
         }
-      } else {
-        if (ti == tile_begin) load_q_fragments();
       }
+      __syncthreads();
       const __nv_bfloat16* k_tile = k_s + stage * kKeys * kLd;
       const __nv_bfloat16* v_tile = v_s + stage * kKeys * kLd;
       const int* keys = col_key + stage * kKeys;
 
-      float s[kKeys / 8][4];
+      float s[MT][kKeys / 8][4];
 #pragma unroll
-      for (int i = 0; i < kKeys / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
+      for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int i = 0; i < kKeys / 8; ++i) s[mt][i][0] = s[mt][i][1] = s[mt][i][2] = s[mt][i][3] = 0.0f;
+      }
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
+        uint32_t a[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          ldmatrix_x4(a[mt], q_s + ((warp * MT + mt) * 16 + lane % 16) * kLd + kk * 16 + (lane / 16) * 8);
+        }
 #pragma unroll
         for (int np = 0; np < kKeys / 16; ++np) {
           uint32_t b[4];
           ldmatrix_x4(b, k_tile + (np * 16 + lane % 8 + (lane / 16) * 8) * kLd + kk * 16 + ((lane / 8) % 2) * 8);
-          mma_bf16_16816(s[2 * np], q_frag[kk], b[0], b[1]);
-          mma_bf16_16816(s[2 * np + 1], q_frag[kk], b[2], b[3]);
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            mma_bf16_16816(s[mt][2 * np], a[mt], b[0], b[1]);
+            mma_bf16_16816(s[mt][2 * np + 1], a[mt], b[2], b[3]);
+          }
         }
       }
       // Mask (empty slots, causal limit), scale into the log2 domain, online softmax.
-      float tile_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-      for (int nt = 0; nt < kKeys / 8; ++nt) {
+      for (int mt = 0; mt < MT; ++mt) {
+        float tile_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int key = keys[nt * 8 + quad_col * 2 + (e & 1)];
-          const float value = key <= key_limit[e >> 1] ? s[nt][e] * score_scale : -INFINITY;
-          s[nt][e] = value;
-          tile_max[e >> 1] = fmaxf(tile_max[e >> 1], value);
+        for (int nt = 0; nt < kKeys / 8; ++nt) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int key = keys[nt * 8 + quad_col * 2 + (e & 1)];
+            const float value = key <= key_limit[mt][e >> 1] ? s[mt][nt][e] * score_scale : -INFINITY;
+            s[mt][nt][e] = value;
+            tile_max[e >> 1] = fmaxf(tile_max[e >> 1], value);
+          }
         }
-      }
-      float correction[2], base_max[2];
+        float correction[2], base_max[2];
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        tile_max[half] = fmaxf(tile_max[half], __shfl_xor_sync(0xffffffffu, tile_max[half], 1));
-        tile_max[half] = fmaxf(tile_max[half], __shfl_xor_sync(0xffffffffu, tile_max[half], 2));
-        const float new_max = fmaxf(row_max[half], tile_max[half]);
-        base_max[half] = new_max == -INFINITY ? 0.0f : new_max;
-        correction[half] = exp2f(row_max[half] - base_max[half]);
-        row_max[half] = new_max;
-        row_sum[half] *= correction[half];
-      }
-#pragma unroll
-      for (int nt = 0; nt < kKeys / 8; ++nt) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const float weight = exp2f(s[nt][e] - base_max[e >> 1]);
-          s[nt][e] = weight;
-          row_sum[e >> 1] += weight;
+        for (int half = 0; half < 2; ++half) {
+          tile_max[half] = fmaxf(tile_max[half], __shfl_xor_sync(0xffffffffu, tile_max[half], 1));
+          tile_max[half] = fmaxf(tile_max[half], __shfl_xor_sync(0xffffffffu, tile_max[half], 2));
+          const float new_max = fmaxf(row_max[mt][half], tile_max[half]);
+          base_max[half] = new_max == -INFINITY ? 0.0f : new_max;
+          correction[half] = exp2f(row_max[mt][half] - base_max[half]);
+          row_max[mt][half] = new_max;
+          row_sum[mt][half] *= correction[half];
         }
-      }
 #pragma unroll
-      for (int dt = 0; dt < D / 8; ++dt) {
-        o[dt][0] *= correction[0];
-        o[dt][1] *= correction[0];
-        o[dt][2] *= correction[1];
-        o[dt][3] *= correction[1];
+        for (int nt = 0; nt < kKeys / 8; ++nt) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float weight = exp2f(s[mt][nt][e] - base_max[e >> 1]);
+            s[mt][nt][e] = weight;
+            row_sum[mt][e >> 1] += weight;
+          }
+        }
+#pragma unroll
+        for (int dt = 0; dt < D / 8; ++dt) {
+          o[mt][dt][0] *= correction[0];
+          o[mt][dt][1] *= correction[0];
+          o[mt][dt][2] *= correction[1];
+          o[mt][dt][3] *= correction[1];
+        }
       }
 #pragma unroll
       for (int kk = 0; kk < kKeys / 16; ++kk) {
-        uint32_t a[4];
-        a[0] = pack_bf16x2(s[2 * kk][0], s[2 * kk][1]);
-        a[1] = pack_bf16x2(s[2 * kk][2], s[2 * kk][3]);
-        a[2] = pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-        a[3] = pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+        uint32_t a[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          a[mt][0] = pack_bf16x2(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+          a[mt][1] = pack_bf16x2(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+          a[mt][2] = pack_bf16x2(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+          a[mt][3] = pack_bf16x2(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+        }
 #pragma unroll
         for (int dp = 0; dp < D / 16; ++dp) {
           uint32_t b[4];
           ldmatrix_x4_trans(b, v_tile + (kk * 16 + lane % 8 + ((lane / 8) % 2) * 8) * kLd + dp * 16 + (lane / 16) * 8);
-          mma_bf16_16816(o[2 * dp], a, b[0], b[1]);
-          mma_bf16_16816(o[2 * dp + 1], a, b[2], b[3]);
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            mma_bf16_16816(o[mt][2 * dp], a[mt], b[0], b[1]);
+            mma_bf16_16816(o[mt][2 * dp + 1], a[mt], b[2], b[3]);
+          }
         }
       }
-      __syncthreads();  // this stage is refilled by the next iteration's prefetch
+      __syncthreads();  // this stage (and q_s) may be rewritten by the next iteration
     }
   }
 
   // Epilogue: finish the row sums across the quad, then write rows or split partials.
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    row_sum[half] += __shfl_xor_sync(0xffffffffu, row_sum[half], 1);
-    row_sum[half] += __shfl_xor_sync(0xffffffffu, row_sum[half], 2);
-  }
+  for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const int row = row0 + warp * 16 + quad_row + half * 8;
-    if (row >= rows_total) continue;
-    const int token = row / group_size;
-    const int64_t out_row = int64_t(token) * p.num_heads + kv_head * group_size + row % group_size;
-    if (p.num_splits == 1) {
-      const float inv_sum = row_sum[half] > 0.0f ? 1.0f / row_sum[half] : 0.0f;
-      __nv_bfloat16* out = reinterpret_cast<__nv_bfloat16*>(p.out) + out_row * D;
+    for (int half = 0; half < 2; ++half) {
+      row_sum[mt][half] += __shfl_xor_sync(0xffffffffu, row_sum[mt][half], 1);
+      row_sum[mt][half] += __shfl_xor_sync(0xffffffffu, row_sum[mt][half], 2);
+      const int row = row0 + (warp * MT + mt) * 16 + quad_row + half * 8;
+      if (row >= rows_total) continue;
+      const int token = row / group_size;
+      const int64_t out_row = int64_t(token) * p.num_heads + kv_head * group_size + row % group_size;
+      if (p.num_splits == 1) {
+        const float inv_sum = row_sum[mt][half] > 0.0f ? 1.0f / row_sum[mt][half] : 0.0f;
+        __nv_bfloat16* out = reinterpret_cast<__nv_bfloat16*>(p.out) + out_row * D;
 #pragma unroll
-      for (int dt = 0; dt < D / 8; ++dt) {
-        *reinterpret_cast<uint32_t*>(out + dt * 8 + quad_col * 2) =
-            pack_bf16x2(o[dt][half * 2] * inv_sum, o[dt][half * 2 + 1] * inv_sum);
-      }
-    } else {
-      const int64_t slot = out_row * p.num_splits + split;
-      float* out = p.partial_o + slot * D;
+        for (int dt = 0; dt < D / 8; ++dt) {
+          *reinterpret_cast<uint32_t*>(out + dt * 8 + quad_col * 2) =
+              pack_bf16x2(o[mt][dt][half * 2] * inv_sum, o[mt][dt][half * 2 + 1] * inv_sum);
+        }
+      } else {
+        const int64_t slot = out_row * p.num_splits + split;
+        float* out = p.partial_o + slot * D;
 #pragma unroll
-      for (int dt = 0; dt < D / 8; ++dt) {
-        *reinterpret_cast<float2*>(out + dt * 8 + quad_col * 2) = make_float2(o[dt][half * 2], o[dt][half * 2 + 1]);
-      }
-      if (quad_col == 0) {
-        p.partial_ml[slot * 2] = row_max[half];
-        p.partial_ml[slot * 2 + 1] = row_sum[half];
+        for (int dt = 0; dt < D / 8; ++dt) {
+          *reinterpret_cast<float2*>(out + dt * 8 + quad_col * 2) =
+              make_float2(o[mt][dt][half * 2], o[mt][dt][half * 2 + 1]);
+        }
+        if (quad_col == 0) {
+          p.partial_ml[slot * 2] = row_max[mt][half];
+          p.partial_ml[slot * 2 + 1] = row_sum[mt][half];
+        }
       }
     }
   }
 }
 
-template <int D, bool LAZY>
+template <int D, int MT, bool LAZY>
 void launch_prefill(const PrefillParams& p, cudaStream_t stream) {
-  constexpr int kSmem = smem_bytes<D>();
+  constexpr int kSmem = smem_bytes<D, MT>();
   static bool configured = false;  // one attribute call per instantiation
   if (!configured) {
-    LAZYSCOPE_CUDA_CHECK(cudaFuncSetAttribute(prefill_kernel<D, LAZY>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+    LAZYSCOPE_CUDA_CHECK(
+        cudaFuncSetAttribute(prefill_kernel<D, MT, LAZY>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
     configured = true;
   }
   const int rows = p.n * (p.num_heads / p.num_kv_heads);
+  constexpr int kRows = rows_per_cta<MT>();
   dim3 grid((rows + kRows - 1) / kRows, p.num_kv_heads, p.num_splits);
-  prefill_kernel<D, LAZY><<<grid, kWarps * 32, kSmem, stream>>>(p);
+  prefill_kernel<D, MT, LAZY><<<grid, kWarps * 32, kSmem, stream>>>(p);
   LAZYSCOPE_CUDA_LAUNCH_CHECK();
+}
+
+template <int D, int MT>
+void dispatch_lazy(const PrefillParams& p, cudaStream_t stream) {
+  if (p.lazy) {
+    launch_prefill<D, MT, true>(p, stream);
+  } else {
+    launch_prefill<D, MT, false>(p, stream);
+  }
 }
 
 template <int D>
 void dispatch_prefill(const PrefillParams& p, cudaStream_t stream) {
-  if (p.lazy) {
-    launch_prefill<D, true>(p, stream);
+  if (p.rows_per_warp == 16) {
+    dispatch_lazy<D, 1>(p, stream);
   } else {
-    launch_prefill<D, false>(p, stream);
+    dispatch_lazy<D, 2>(p, stream);
   }
 }
 
@@ -290,6 +345,7 @@ void dispatch_prefill(const PrefillParams& p, cudaStream_t stream) {
 
 int prefill_num_splits(int n, int num_heads, int num_kv_heads, int num_tiles, int sm_count) {
   const int rows = n * (num_heads / num_kv_heads);
+  constexpr int kRows = rows_per_cta<2>();
   const int ctas = ((rows + kRows - 1) / kRows) * num_kv_heads;
   int splits = (2 * sm_count + ctas - 1) / ctas;
   splits = std::min(splits, std::max(1, num_tiles / 4));  // keep at least 4 tiles per split

@@ -44,28 +44,45 @@ __global__ void kv_write_kernel(KvWriteParams p) {
   v_pool[i + half] = v[i + half];
 }
 
-// One CTA per (copy, layer, kv head); threads sweep (slot, pair) of the block.
+// One CTA per (copy, layer, kv head). The angle shift × inv_freq is the same for every slot,
+// so cos/sin are computed once per CTA; K and V move in 16-byte pieces.
 __global__ void materialize_kernel(MaterializeParams p) {
+  extern __shared__ float trig[];  // [half] cos, then [half] sin
   const BlockCopyOp copy = p.copies[blockIdx.x];
   const int layer = blockIdx.y, head = blockIdx.z;
   const int half = p.head_dim / 2;
+  for (int i = threadIdx.x; i < half; i += blockDim.x) rope_cos_sin(copy.shift, p.inv_freq[i], &trig[i], &trig[half + i]);
+  __syncthreads();
   const int64_t layer_base = int64_t(layer) * p.layer_stride;
   const int64_t src = layer_base + (int64_t(copy.src) * p.num_kv_heads + head) * p.block_size * p.head_dim;
   const int64_t dst = layer_base + (int64_t(copy.dst) * p.num_kv_heads + head) * p.block_size * p.head_dim;
-  const __nv_bfloat16* k_src = reinterpret_cast<const __nv_bfloat16*>(p.k_pool) + src;
-  const __nv_bfloat16* v_src = reinterpret_cast<const __nv_bfloat16*>(p.v_pool) + src;
-  __nv_bfloat16* k_dst = reinterpret_cast<__nv_bfloat16*>(p.k_pool) + dst;
-  __nv_bfloat16* v_dst = reinterpret_cast<__nv_bfloat16*>(p.v_pool) + dst;
-  for (int idx = threadIdx.x; idx < copy.valid * half; idx += blockDim.x) {
-    const int slot = idx / half, i = idx % half;
-    float c, s;
-    rope_cos_sin(copy.shift, p.inv_freq[i], &c, &s);
-    const int64_t at = int64_t(slot) * p.head_dim + i;
-    const float a = __bfloat162float(k_src[at]), b = __bfloat162float(k_src[at + half]);
-    k_dst[at] = __float2bfloat16(a * c - b * s);
-    k_dst[at + half] = __float2bfloat16(b * c + a * s);
-    v_dst[at] = v_src[at];
-    v_dst[at + half] = v_src[at + half];
+  const bf16_bits* k_src = p.k_pool + src;
+  const bf16_bits* v_src = p.v_pool + src;
+  bf16_bits* k_dst = p.k_pool + dst;
+  bf16_bits* v_dst = p.v_pool + dst;
+  const int chunks = half / 8;
+  for (int idx = threadIdx.x; idx < copy.valid * chunks; idx += blockDim.x) {
+    const int slot = idx / chunks, dim = (idx % chunks) * 8;
+    const int64_t at = int64_t(slot) * p.head_dim + dim;
+    const uint4 lo_raw = *reinterpret_cast<const uint4*>(k_src + at);
+    const uint4 hi_raw = *reinterpret_cast<const uint4*>(k_src + at + half);
+    float a[8], b[8];
+    detail::unpack8(lo_raw, a);
+    detail::unpack8(hi_raw, b);
+    uint4 lo_out, hi_out;
+    uint32_t* lo_words = reinterpret_cast<uint32_t*>(&lo_out);
+    uint32_t* hi_words = reinterpret_cast<uint32_t*>(&hi_out);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int x = 2 * j, y = 2 * j + 1;
+      const float cx = trig[dim + x], sx = trig[half + dim + x], cy = trig[dim + y], sy = trig[half + dim + y];
+      lo_words[j] = detail::pack_bf16x2(a[x] * cx - b[x] * sx, a[y] * cy - b[y] * sy);
+      hi_words[j] = detail::pack_bf16x2(b[x] * cx + a[x] * sx, b[y] * cy + a[y] * sy);
+    }
+    *reinterpret_cast<uint4*>(k_dst + at) = lo_out;
+    *reinterpret_cast<uint4*>(k_dst + at + half) = hi_out;
+    *reinterpret_cast<uint4*>(v_dst + at) = *reinterpret_cast<const uint4*>(v_src + at);
+    *reinterpret_cast<uint4*>(v_dst + at + half) = *reinterpret_cast<const uint4*>(v_src + at + half);
   }
 }
 
@@ -81,7 +98,8 @@ void kv_write(const KvWriteParams& p, cudaStream_t stream) {
 
 void materialize(const MaterializeParams& p, cudaStream_t stream) {
   if (p.num_copies == 0) return;
-  materialize_kernel<<<dim3(p.num_copies, p.num_layers, p.num_kv_heads), 256, 0, stream>>>(p);
+  if (p.head_dim % 16 != 0) throw Error("cuda materialize: head_dim must be a multiple of 16");
+  materialize_kernel<<<dim3(p.num_copies, p.num_layers, p.num_kv_heads), 128, p.head_dim * sizeof(float), stream>>>(p);
   LAZYSCOPE_CUDA_LAUNCH_CHECK();
 }
 

@@ -5,7 +5,9 @@
 #include <random>
 #include <vector>
 
+#include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/ops.h"
 #include "kernels/error.h"
 
 namespace lazyscope::cuda {
@@ -134,7 +136,53 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
   const double ms = ms_since(start);
   result.decode_ms_per_token = ms / decode_steps;
   result.decode_tokens_per_second = decode_steps / (ms * 1e-3);
+  // The same steps without reading logits back (the device-side cost of a step).
+  const auto start_quiet = Clock::now();
+  for (int i = 0; i < decode_steps; ++i) {
+    const int slot = length;
+    if (slot % kBlock == 0) table.push_back(BlockRef{slot / kBlock, 0, 0});
+    table.back().valid += 1;
+    std::vector<int32_t> tokens{token}, positions{length}, slots{slot};
+    ForwardStep step;
+    step.tokens = tokens;
+    step.positions = positions;
+    step.slots = slots;
+    step.table = table;
+    step.want_logits = false;
+    backend.forward(step, nullptr);
+    backend.synchronize();
+    ++length;
+  }
+  result.decode_ms_per_token_no_readback = ms_since(start_quiet) / decode_steps;
   return result;
+}
+
+double measure_gemv_gbs(int rows, int cols) {
+  cublasHandle_t handle;
+  LAZYSCOPE_CUBLAS_CHECK(cublasCreate(&handle));
+  const std::size_t weight_bytes = std::size_t(rows) * cols * 2;
+  const int copies = int(std::max<std::size_t>(1, (std::size_t(256) << 20) / weight_bytes + 1));
+  DeviceBuffer w(weight_bytes * copies), x(std::size_t(cols) * 2), out(std::size_t(rows) * 4);
+  fill_random_bf16(w.as<bf16_bits>(), int64_t(weight_bytes / 2) * copies, 3, 0.02f, nullptr);
+  fill_random_bf16(x.as<bf16_bits>(), cols, 4, 1.0f, nullptr);
+  const float alpha = 1.0f, beta = 0.0f;
+  auto call = [&](int i) {
+    LAZYSCOPE_CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, rows, 1, cols, &alpha,
+                                        w.as<bf16_bits>() + std::size_t(i % copies) * rows * cols, CUDA_R_16BF, cols,
+                                        x.as<bf16_bits>(), CUDA_R_16BF, cols, &beta, out.as<float>(), CUDA_R_32F, rows,
+                                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  };
+  for (int i = 0; i < 10; ++i) call(i);
+  LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<double> times;
+  for (int r = 0; r < 7; ++r) {
+    const auto start = Clock::now();
+    for (int i = 0; i < 50; ++i) call(i);
+    LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
+    times.push_back(ms_since(start) / 50);
+  }
+  LAZYSCOPE_CUBLAS_CHECK(cublasDestroy(handle));
+  return double(weight_bytes) / (median(times) * 1e-3) / 1e9;
 }
 
 RagTtft measure_rag_ttft(const std::string& model, int docs, int doc_tokens, int query_tokens, int repeats) {

@@ -16,7 +16,12 @@ struct DecodeThroughput {
   double decode_tokens_per_second = 0;   // batch 1, logits read back every step
   double prefill_tokens_per_second = 0;  // one prompt of prefill_tokens
   double decode_ms_per_token = 0;
+  double decode_ms_per_token_no_readback = 0;  // want_logits off, synchronised each step
 };
+
+// Achieved GB/s of the cuBLAS bf16 GEMM the backend uses, at one token (GEMV): out = x @ w^T
+// with w [rows, cols]; median of repeated calls over a weight larger than L2.
+double measure_gemv_gbs(int rows, int cols);
 DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, int decode_steps);
 
 // Time to first token (logits of the last prompt token) of docs × doc_tokens cached documents plus

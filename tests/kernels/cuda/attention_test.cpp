@@ -224,7 +224,8 @@ TEST_P(AttentionTest, PrefillMatchesCpuReference) {
     DeviceBuffer d_entries = upload(plan.entries), d_tiles = upload(plan.tiles);
     DeviceBuffer d_positions = upload(positions), d_inv = upload(inv_freq);
     const std::size_t out_count = std::size_t(n) * heads * c.head_dim;
-    for (int splits : {1, 3}) {
+    for (int variant = 0; variant < 4; ++variant) {
+      const int splits = variant % 2 == 0 ? 1 : 3, rows_per_warp = variant < 2 ? 32 : 16;
       DeviceBuffer d_out(out_count * 2);
       LAZYSCOPE_CUDA_CHECK(cudaMemset(d_out.as<void>(), 0xff, out_count * 2));
       DeviceBuffer d_po(split_partial_o_floats(n * heads, splits, c.head_dim) * 4);
@@ -247,13 +248,14 @@ TEST_P(AttentionTest, PrefillMatchesCpuReference) {
       p.inv_freq = d_inv.as<float>();
       p.lazy = c.lazy;
       p.out = d_out.as<bf16_bits>();
+      p.rows_per_warp = rows_per_warp;
       p.num_splits = splits;
       p.partial_o = d_po.as<float>();
       p.partial_ml = d_pml.as<float>();
       prefill_attention(p, nullptr);
       LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
       const double error = relative_error(download_bf16(d_out, out_count), expected);
-      EXPECT_LT(error, kTolerance) << "n " << n << " splits " << splits;
+      EXPECT_LT(error, kTolerance) << "n " << n << " splits " << splits << " rows/warp " << rows_per_warp;
     }
   }
 }
