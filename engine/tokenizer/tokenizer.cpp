@@ -155,6 +155,10 @@ void parse_pre_tokenizer(const json& node, const std::string& where,
     if (bool_field(node, "invert", false))
       throw Error(where + ": Split with invert=true is not supported");
     stages.push_back(PreTokenizerStage{false, RegexSplitter(regex, where + " Split")});
+  } else if (type == "Digits") {
+    // Digits are \p{N} in HF (Rust's char::is_numeric); each alone, or runs kept together.
+    const char* pattern = bool_field(node, "individual_digits", false) ? R"(\p{N})" : R"(\p{N}+)";
+    stages.push_back(PreTokenizerStage{false, RegexSplitter(pattern, where + " Digits")});
   } else if (type == "ByteLevel") {
     PreTokenizerStage stage;
     stage.add_prefix_space = bool_field(node, "add_prefix_space", true);
