@@ -95,7 +95,7 @@ void MainWindow::buildDocks() {
   equivalence_ = new EquivalenceView(this);
   block_map_ = new BlockMapView(this);
   stats_ = new CacheStatsView(this);
-  auto* corpus_dock = make_dock(tr("Corpus && retrieval"), QStringLiteral("dock_corpus"), corpus_, this);
+  auto* corpus_dock = make_dock(tr("Corpus & retrieval"), QStringLiteral("dock_corpus"), corpus_, this);
   auto* equivalence_dock = make_dock(tr("Equivalence: lazy vs materialized"), QStringLiteral("dock_equivalence"),
                                      equivalence_, this);
   auto* block_dock = make_dock(tr("KV block map"), QStringLiteral("dock_blocks"), block_map_, this);
@@ -217,7 +217,8 @@ bool MainWindow::openCorpus(const QString& path) {
 }
 
 bool MainWindow::startRun() {
-  if (run_in_flight_ || busy_) return false;
+  // The worker runs queued calls in order, so a load still finishing is no reason to refuse.
+  if (run_in_flight_) return false;
   if (!model_loaded_) {
     showError(tr("Cannot run"), tr("No model is loaded yet. Wait for it, or use File ▸ Open Model…"));
     return false;
@@ -307,8 +308,9 @@ void MainWindow::onModelOpened(const ModelInfo& info) {
       demo_stage_ = 1;
       return;
     }
+    std::fprintf(stderr, "lazyscope: --demo could not start (no sample questions or no hits)\n");
   }
-  if (!options_.screenshot.isEmpty() && !options_.demo) {
+  if (!options_.screenshot.isEmpty()) {
     saveScreenshot(options_.screenshot);
     QTimer::singleShot(0, qApp, &QApplication::quit);
   }
@@ -344,6 +346,11 @@ void MainWindow::continueDemo() {
 bool MainWindow::saveScreenshot(const QString& path) {
   if (progress_) progress_->hide();
   QApplication::processEvents();
+  if (qEnvironmentVariableIsSet("LAZYSCOPE_LAYOUT_DEBUG"))
+    for (QWidget* w : findChildren<QWidget*>())
+      if (w->isVisible() && w->minimumSizeHint().width() > 300)
+        std::fprintf(stderr, "%s %s min %d\n", w->metaObject()->className(), qPrintable(w->objectName()),
+                     w->minimumSizeHint().width());
   const bool ok = grab().save(path, "PNG");
   std::fprintf(ok ? stdout : stderr, "%s screenshot %s\n", ok ? "saved" : "could not save", qPrintable(path));
   std::fflush(stdout);

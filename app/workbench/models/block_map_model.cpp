@@ -7,10 +7,11 @@ namespace lazyscope::workbench {
 namespace {
 
 // Distinct, print-friendly hues (documents get them in order of first appearance).
+// Distinct hues that avoid the flash colours (green, orange, magenta, red) so rings stay legible.
 const QColor kPalette[] = {
-    QColor(31, 119, 180), QColor(255, 127, 14), QColor(44, 160, 44),  QColor(214, 39, 40),
-    QColor(148, 103, 189), QColor(140, 86, 75), QColor(227, 119, 194), QColor(188, 189, 34),
-    QColor(23, 190, 207),  QColor(0, 92, 49),   QColor(153, 0, 153),   QColor(204, 153, 0),
+    QColor(31, 119, 180), QColor(148, 103, 189), QColor(23, 190, 207),  QColor(140, 86, 75),
+    QColor(188, 189, 34),  QColor(0, 128, 128),   QColor(57, 59, 121),   QColor(189, 158, 57),
+    QColor(132, 60, 57),   QColor(99, 110, 150),  QColor(156, 158, 222), QColor(82, 130, 60),
 };
 
 QColor blend(const QColor& a, const QColor& b, double t) {
@@ -71,8 +72,12 @@ void BlockMapModel::applySegment(const SegmentEvent& event) {
 }
 
 void BlockMapModel::touch(int block, BlockAction action) {
-  cells_[size_t(block)].flash = action;
-  cells_[size_t(block)].flash_at_ms = clock_.elapsed();
+  BlockCell& cell = cells_[size_t(block)];
+  const qint64 now = clock_.elapsed();
+  // A release right after a hit or copy would hide the interesting event: keep that one.
+  if (action == BlockAction::Released && cell.flash_at_ms >= 0 && now - cell.flash_at_ms <= kFlashMs) return;
+  cell.flash = action;
+  cell.flash_at_ms = now;
 }
 
 void BlockMapModel::applyBlock(const BlockEvent& event) {
@@ -89,10 +94,15 @@ void BlockMapModel::applyBlock(const BlockEvent& event) {
     case BlockAction::Released:
       cell.refcount = event.refcount;
       break;
-    case BlockAction::Evicted:
+    case BlockAction::Evicted: {
+      const bool was_copy = isCopy(event.block) || cell.ghost_copy;
       cell = BlockCell{};
+      cell.ghost_copy = was_copy;
       break;
+    }
   }
+  if (event.action == BlockAction::Allocated || event.action == BlockAction::Copied) cell.ghost_copy = false;
+  if (event.action == BlockAction::Copied) cell.ghost_copy = true;  // stays marked after the copy is freed
   touch(event.block, event.action);
   if (!tallies_.empty()) {
     RunTally& tally = tallies_.back();
@@ -134,6 +144,8 @@ void BlockMapModel::applySnapshot(const PoolSnapshot& snapshot) {
   for (size_t i = 0; i < snapshot.blocks.size(); ++i) {
     const BlockInfo& info = snapshot.blocks[i];
     BlockCell& cell = cells_[i];
+    if (info.segment >= 0 && !(segments_.contains(info.segment) && segments_[info.segment].kind == SegmentKind::Copy))
+      cell.ghost_copy = false;
     cell.segment = info.segment;
     cell.refcount = info.refcount;
     cell.shift = info.shift;
@@ -144,7 +156,10 @@ void BlockMapModel::applySnapshot(const PoolSnapshot& snapshot) {
 }
 
 void BlockMapModel::beginRun(int run_index, const QString& key) {
-  if (run_index != tally_run_) tallies_.clear();
+  if (run_index != tally_run_) {
+    tallies_.clear();
+    for (BlockCell& cell : cells_) cell.ghost_copy = false;  // copies of the previous plan
+  }
   tally_run_ = run_index;
   RunTally tally;
   tally.key = key;
@@ -176,7 +191,7 @@ QColor BlockMapModel::cellColor(int block) const {
   if (c.segment < 0) return freeColor();
   const SegmentEntry* seg = segment(c.segment);
   const QColor base = seg ? seg->color : QColor(160, 160, 160);
-  if (c.refcount <= 0) return blend(base, Qt::white, 0.55);  // cached, nobody holds it
+  if (c.refcount <= 0) return blend(base, Qt::white, 0.4);  // cached, nobody holds it
   if (c.refcount == 1) return base;
   return base.darker(100 + 15 * std::min(c.refcount - 1, 4));  // shared by several requests
 }

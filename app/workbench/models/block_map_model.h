@@ -22,6 +22,8 @@ struct BlockCell {
   // The last event that touched the block, and when (ms on the model's clock), for flashing.
   BlockAction flash = BlockAction::Released;
   qint64 flash_at_ms = -1;
+  // Held a materialized copy during the current plan (drawn as a hatched outline once freed).
+  bool ghost_copy = false;
 };
 
 struct SegmentEntry {

@@ -88,14 +88,19 @@ void BlockGrid::paintEvent(QPaintEvent* event) {
       const BlockCell& c = model_->cell(block);
       p.fillRect(cell, model_->cellColor(block));
       if (c.segment >= 0 && model_->isCopy(block)) p.fillRect(cell, hatch);
-      if (c.segment < 0) {
+      if (c.segment < 0 && c.ghost_copy) {
+        // Freed after the request: the space a materialized copy took for this run.
+        p.fillRect(cell, QBrush(BlockMapModel::flashColorFor(BlockAction::Copied), Qt::BDiagPattern));
+        p.setPen(BlockMapModel::flashColorFor(BlockAction::Copied));
+        p.drawRect(cell.adjusted(0, 0, -1, -1));
+      } else if (c.segment < 0) {
         p.setPen(QColor(210, 213, 220));
         p.drawRect(cell.adjusted(0, 0, -1, -1));
       }
       const QColor flash = model_->flashColor(block, now);
       if (flash.isValid()) {
         // A thick ring in the event's colour, fading out.
-        p.setPen(QPen(flash, std::max(2, cell_ / 4)));
+        p.setPen(QPen(flash, cell_ >= 12 ? 2 : 1));
         p.setBrush(Qt::NoBrush);
         p.drawRect(cell.adjusted(1, 1, -1, -1));
       }
@@ -152,6 +157,9 @@ BlockMapView::BlockMapView(QWidget* parent) : QWidget(parent) {
   tally_ = new QLabel(this);
   tally_->setTextFormat(Qt::RichText);
   tally_->setWordWrap(true);
+  QFont tally_font = tally_->font();
+  tally_font.setPointSizeF(tally_font.pointSizeF() * 1.1);
+  tally_->setFont(tally_font);
   layout->addWidget(tally_);
   budget_ = new BudgetBar(&model_, this);
   layout->addWidget(budget_);
@@ -201,13 +209,14 @@ void BlockMapView::refresh() {
                  .arg(t.evicted);
   }
   tally_->setText(lines.isEmpty() ? tr("Blocks touched by the last run appear here (new / reused / copied).")
-                                  : tr("Last run, blocks: ") + lines.join(QStringLiteral(" &nbsp;|&nbsp; ")));
+                                  : tr("<b>Last run</b> (KV blocks):<br>") + lines.join(QStringLiteral("<br>")));
 
   QStringList items;
   for (const auto& [label, color] : model_.legend()) items << swatch(color, label);
   QStringList keys;
   keys << swatch(BlockMapModel::freeColor(), tr("free"));
-  keys << tr("pale = cached, unreferenced · dark = shared · hatched = materialized copy · ring: ")
+  keys << tr("pale = cached, unreferenced · dark = shared · hatched = materialized copy "
+            "(magenta outline: copy freed after its request) · ring: ")
        << QStringLiteral("<span style='color:%1'>■ reused</span> <span style='color:%2'>■ new</span> "
                          "<span style='color:%3'>■ copied</span> <span style='color:%4'>■ evicted</span>")
               .arg(BlockMapModel::flashColorFor(BlockAction::Hit).name(),

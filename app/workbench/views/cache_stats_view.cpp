@@ -12,7 +12,7 @@ namespace {
 
 void style_plot(QCustomPlot* plot, const QString& title, const QString& y_label) {
   plot->plotLayout()->insertRow(0);
-  auto* heading = new QCPTextElement(plot, title, QFont(plot->font().family(), 10, QFont::Bold));
+  auto* heading = new QCPTextElement(plot, title, QFont(plot->font().family(), 9, QFont::Bold));
   plot->plotLayout()->addElement(0, 0, heading);
   plot->xAxis->setLabel(QStringLiteral("run #"));
   plot->yAxis->setLabel(y_label);
@@ -21,7 +21,16 @@ void style_plot(QCustomPlot* plot, const QString& title, const QString& y_label)
   legend_font.setPointSizeF(legend_font.pointSizeF() * 0.85);
   plot->legend->setFont(legend_font);
   plot->legend->setBrush(QColor(255, 255, 255, 210));
-  plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+  // The legend gets its own row under the axes so it never hides a line.
+  auto* legend_row = new QCPLayoutGrid;
+  plot->plotLayout()->addElement(2, 0, legend_row);
+  legend_row->setMargins(QMargins(4, 0, 4, 4));
+  plot->axisRect()->insetLayout()->take(plot->legend);
+  legend_row->addElement(0, 0, plot->legend);
+  plot->legend->setFillOrder(QCPLegend::foColumnsFirst);
+  plot->legend->setWrap(2);
+  plot->legend->setBorderPen(Qt::NoPen);
+  plot->plotLayout()->setRowStretchFactor(2, 0.001);
   QSharedPointer<QCPAxisTickerFixed> ticker(new QCPAxisTickerFixed);
   ticker->setTickStep(1.0);
   ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
@@ -46,8 +55,8 @@ CacheStatsView::CacheStatsView(QWidget* parent) : QWidget(parent) {
   layout->setContentsMargins(4, 4, 4, 4);
   hits_ = new QCustomPlot(this);
   bytes_ = new QCustomPlot(this);
-  style_plot(hits_, tr("Hit ratio per run (solid: token level, dashed: document level)"), tr("hit ratio %"));
-  style_plot(bytes_, tr("KV bytes per run (solid: stored, dashed: copied)"), tr("MiB"));
+  style_plot(hits_, tr("Hit ratio per run (solid: tokens, dashed: documents)"), tr("hit ratio %"));
+  style_plot(bytes_, tr("KV bytes (solid: stored, dashed: copied)"), tr("MiB"));
   totals_ = new QLabel(this);
   totals_->setWordWrap(true);
   layout->addWidget(hits_, 1);

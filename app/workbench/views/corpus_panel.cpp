@@ -135,12 +135,17 @@ CorpusPanel::CorpusPanel(QWidget* parent) : QWidget(parent) {
   selected_view_->setAlternatingRowColors(true);
   selected_layout->addWidget(selected_view_, 1);
   auto* order_buttons = new QHBoxLayout;
-  auto* up = new QPushButton(tr("▲ Up"), selected_box);
-  auto* down = new QPushButton(tr("▼ Down"), selected_box);
+  auto* up = new QPushButton(tr("▲"), selected_box);
+  up->setToolTip(tr("Move up"));
+  auto* down = new QPushButton(tr("▼"), selected_box);
+  down->setToolTip(tr("Move down"));
   auto* reverse = new QPushButton(tr("⇅ Reverse"), selected_box);
   auto* remove = new QPushButton(tr("Remove"), selected_box);
   auto* clear = new QPushButton(tr("Clear"), selected_box);
-  for (auto* b : {up, down, reverse, remove, clear}) order_buttons->addWidget(b);
+  for (auto* b : {up, down, reverse, remove, clear}) {
+    b->setMinimumWidth(0);
+    order_buttons->addWidget(b);
+  }
   order_buttons->addStretch();
   selected_layout->addLayout(order_buttons);
   connect(up, &QPushButton::clicked, this, [this] { moveSelected(-1); });
@@ -167,8 +172,9 @@ CorpusPanel::CorpusPanel(QWidget* parent) : QWidget(parent) {
           });
 
   splitter->setStretchFactor(0, 3);
-  splitter->setStretchFactor(1, 1);
+  splitter->setStretchFactor(1, 2);
   splitter->setStretchFactor(2, 2);
+  splitter->setSizes({380, 240, 200});
 }
 
 CorpusPanel::~CorpusPanel() = default;

@@ -19,7 +19,8 @@ constexpr int kTop = 4;
 class DifferenceScale : public QWidget {
  public:
   using QWidget::QWidget;
-  QSize sizeHint() const override { return {260, 30}; }
+  QSize sizeHint() const override { return {200, 30}; }
+  QSize minimumSizeHint() const override { return {160, 30}; }
 
  protected:
   void paintEvent(QPaintEvent*) override {
@@ -139,11 +140,12 @@ EquivalenceView::EquivalenceView(QWidget* parent) : QWidget(parent) {
   auto* top = new QHBoxLayout;
   summary_ = new QLabel(this);
   summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  summary_->setWordWrap(true);
   QFont f = summary_->font();
   f.setPointSizeF(f.pointSizeF() * 1.1);
   summary_->setFont(f);
   top->addWidget(summary_, 1);
-  top->addWidget(new QLabel(tr("max |Δlogit| per step:"), this));
+  top->addWidget(new QLabel(tr("|Δlogit|:"), this));
   top->addWidget(new DifferenceScale(this));
   layout->addLayout(top);
   strip_ = new EquivalenceStrip(&model_, this);

@@ -37,17 +37,27 @@ PromptPanel::PromptPanel(QWidget* parent) : QWidget(parent) {
   system_->setFixedHeight(48);
   query_ = new QLineEdit(this);
   query_->setPlaceholderText(tr("The question placed after the documents"));
-  form->addRow(tr("System / prefix:"), system_);
-  form->addRow(tr("Query:"), query_);
+  run_ = new QPushButton(tr("▶ Run"), this);
+  run_->setDefault(true);
+  run_->setMinimumWidth(80);
+  stop_ = new QPushButton(tr("■ Stop"), this);
+  stop_->setEnabled(false);
+  auto* query_row = new QHBoxLayout;
+  query_row->addWidget(query_, 1);
+  query_row->addWidget(run_);
+  query_row->addWidget(stop_);
+  form->addRow(tr("System:"), system_);
+  form->addRow(tr("Query:"), query_row);
   layout->addLayout(form);
 
   auto* controls = new QHBoxLayout;
+  controls->setSpacing(8);
   controls->addWidget(new QLabel(tr("Max tokens:"), this));
   max_tokens_ = new QSpinBox(this);
   max_tokens_->setRange(1, 4096);
   max_tokens_->setValue(32);
   controls->addWidget(max_tokens_);
-  controls->addSpacing(12);
+  controls->addSpacing(10);
   controls->addWidget(new QLabel(tr("Policies:"), this));
   for (const auto& choice : policy_choices()) {
     auto* box = new QCheckBox(choice.key, this);
@@ -57,13 +67,6 @@ PromptPanel::PromptPanel(QWidget* parent) : QWidget(parent) {
     policy_boxes_.emplace_back(choice.key, box);
   }
   controls->addStretch();
-  run_ = new QPushButton(tr("▶ Run"), this);
-  run_->setDefault(true);
-  run_->setMinimumWidth(90);
-  stop_ = new QPushButton(tr("■ Stop"), this);
-  stop_->setEnabled(false);
-  controls->addWidget(run_);
-  controls->addWidget(stop_);
   layout->addLayout(controls);
   connect(run_, &QPushButton::clicked, this, &PromptPanel::runRequested);
   connect(stop_, &QPushButton::clicked, this, &PromptPanel::stopRequested);
