@@ -109,9 +109,9 @@ bool is_stopword(std::string_view word) {
   return kStopwords.count(word) > 0;
 }
 
-// Free text -> an FTS5 query: words quoted (so operators and punctuation are inert) and ORed;
-// common English function words are dropped unless nothing else is left.
-std::string to_fts_query(std::string_view query) {
+// Free text -> lower-cased words; common English function words are dropped unless nothing
+// else is left.
+std::vector<std::string> query_words(std::string_view query) {
   std::vector<std::string> words;
   std::string current;
   auto flush = [&] {
@@ -130,10 +130,17 @@ std::string to_fts_query(std::string_view query) {
   if (content.empty()) content = words;
   std::sort(content.begin(), content.end());
   content.erase(std::unique(content.begin(), content.end()), content.end());
+  return content;
+}
+
+// Words quoted (so FTS5 operators and punctuation are inert) and ORed.
+std::string to_fts_query(const std::vector<std::string>& words) {
   std::string out;
-  for (const auto& w : content) {
+  for (const auto& w : words) {
     if (!out.empty()) out += " OR ";
-    out += "\"" + w + "\"";
+    out += '"';
+    out += w;
+    out += '"';
   }
   return out;
 }
@@ -265,6 +272,7 @@ struct DocumentStore::Impl {
   sqlite3* db = nullptr;
   fs::path path;
   Mode mode = Mode::read_write;
+  int64_t document_count = 0;  // at open; imports replace the file, never grow it in place
   mutable std::mutex mutex;
   ~Impl() { sqlite3_close(db); }
 };
@@ -294,6 +302,13 @@ DocumentStore DocumentStore::open(const fs::path& path, Mode mode) {
   if (version != kSchemaVersion)
     throw Error(path.string() + ": unsupported corpus schema version \"" + version + "\" (expected " +
                 kSchemaVersion + "; re-import the corpus)");
+  // Per-term document frequencies for query pruning; a temp table, so read-only files work too.
+  exec(impl->db, "CREATE VIRTUAL TABLE temp.documents_vocab USING fts5vocab(main, documents_fts, 'row')", path);
+  {
+    Statement s(impl->db, "SELECT COUNT(*) FROM documents", path);
+    s.step(path);
+    impl->document_count = s.integer(0);
+  }
   return DocumentStore(std::move(impl));
 }
 
@@ -325,9 +340,26 @@ std::vector<SearchHit> DocumentStore::search(std::string_view query, int k) cons
 }
 
 std::vector<SearchHit> DocumentStore::search(std::string_view query, const SearchOptions& options) const {
-  std::string match = to_fts_query(query);
-  if (match.empty() || options.k <= 0) return {};
+  std::vector<std::string> words = query_words(query);
+  if (words.empty() || options.k <= 0) return {};
   std::lock_guard lock(impl_->mutex);
+  // FTS5's BM25 gives a term in more than half the documents an IDF of ~0, so it cannot change
+  // the order of documents matching any rarer term; leaving it out spares scoring its long
+  // posting list. The rarest word is always kept.
+  if (words.size() > 1) {
+    Statement frequency(impl_->db, "SELECT doc FROM temp.documents_vocab WHERE term = ?", impl_->path);
+    std::vector<std::pair<int64_t, std::string>> by_frequency;
+    for (const auto& w : words) {
+      frequency.bind(1, w);
+      by_frequency.emplace_back(frequency.step(impl_->path) ? frequency.integer(0) : 0, w);
+      frequency.reset();
+    }
+    std::sort(by_frequency.begin(), by_frequency.end());
+    words.clear();
+    for (const auto& [documents, w] : by_frequency)
+      if (words.empty() || 2 * documents <= impl_->document_count) words.push_back(w);
+  }
+  std::string match = to_fts_query(words);
   std::string bm25 = "bm25(documents_fts, " + std::to_string(kTitleWeight) + ", " + std::to_string(kTextWeight) + ")";
   // Rank first, touching only the index; documents and snippets are read for the top k alone.
   Statement rank(impl_->db,
