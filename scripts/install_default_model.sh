@@ -36,7 +36,7 @@ verify() {
     echo "install_default_model: $file is only $size bytes" >&2
     return 1
   fi
-  if [ "$(head -c 4 "$file")" != "GGUF" ]; then
+  if ! cmp -s -n 4 "$file" <(printf GGUF); then
     echo "install_default_model: $file does not start with the GGUF magic" >&2
     return 1
   fi
@@ -58,10 +58,12 @@ mkdir -p "$model_dir" || fail "cannot create $model_dir"
 shopt -s nullglob
 existing=("$model_dir"/*[Ss]mol[Ll][Mm]2*.gguf)
 shopt -u nullglob
-if ((${#existing[@]})) && verify "${existing[0]}"; then
-  echo "install_default_model: already installed: ${existing[0]}"
-  exit 0
-fi
+for candidate in "${existing[@]}"; do
+  if verify "$candidate"; then
+    echo "install_default_model: already installed: $candidate"
+    exit 0
+  fi
+done
 
 work_dir=$(mktemp -d "${TMPDIR:-/tmp}/lazyscope-model.XXXXXX")
 trap 'rm -rf "$work_dir"' EXIT
