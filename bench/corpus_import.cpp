@@ -4,9 +4,9 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -27,7 +27,8 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 // A deterministic vocabulary of pronounceable made-up words.
 std::vector<std::string> make_vocabulary(std::size_t size, std::mt19937_64& rng) {
-  const char* onsets[] = {"b", "br", "c", "d", "dr", "f", "g", "h", "k", "l", "m", "n", "p", "qu", "r", "s", "st", "t", "v", "w"};
+  const char* onsets[] = {"b", "br", "c", "d",  "dr", "f", "g",  "h", "k", "l",
+                          "m", "n",  "p", "qu", "r",  "s", "st", "t", "v", "w"};
   const char* vowels[] = {"a", "e", "i", "o", "u", "ai", "ea", "ou"};
   const char* codas[] = {"", "n", "r", "s", "th", "ll", "ck", "m"};
   std::vector<std::string> words;
@@ -56,8 +57,8 @@ void write_corpus(const fs::path& path, std::size_t passages) {
   std::ofstream out(path);
   std::string line;
   for (std::size_t p = 0; p < passages; ++p) {
-    line = "{\"id\":\"g" + std::to_string(p) + "\",\"title\":\"" + vocabulary[p % vocabulary.size()] + " " +
-           std::to_string(p) + "\",\"text\":\"";
+    line = "{\"id\":\"g" + std::to_string(p) + "\",\"title\":\"" +
+           vocabulary[p % vocabulary.size()] + " " + std::to_string(p) + "\",\"text\":\"";
     int n = length(rng);
     for (int i = 0; i < n; ++i) {
       if (i) line += (i % 17 == 16) ? ". " : " ";
@@ -72,7 +73,8 @@ void write_corpus(const fs::path& path, std::size_t passages) {
 
 int main(int argc, char** argv) {
   std::size_t passages = argc > 1 ? std::size_t(std::atoll(argv[1])) : 100000;
-  fs::path dir = fs::temp_directory_path() / ("lazyscope-bench-corpus-" + std::to_string(::getpid()));
+  fs::path dir =
+      fs::temp_directory_path() / ("lazyscope-bench-corpus-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   fs::path jsonl = dir / "generated.jsonl";
   fs::path db = dir / "generated.db";
@@ -109,9 +111,10 @@ int main(int argc, char** argv) {
     // Queries from common to rare words: posting-list length drives BM25 cost.
     std::mt19937_64 rng(20261130);
     std::vector<std::string> vocabulary = make_vocabulary(30000, rng);
-    std::vector<std::string> queries = {vocabulary[0] + " " + vocabulary[1], vocabulary[10] + " " + vocabulary[200],
-                                        vocabulary[500] + " " + vocabulary[2000] + " " + vocabulary[9000],
-                                        vocabulary[25000], data.documents[777].title};
+    std::vector<std::string> queries = {
+        vocabulary[0] + " " + vocabulary[1], vocabulary[10] + " " + vocabulary[200],
+        vocabulary[500] + " " + vocabulary[2000] + " " + vocabulary[9000], vocabulary[25000],
+        data.documents[777].title};
     std::printf("\n%-40s %8s %10s %12s\n", "query (k = 10)", "hits", "runs", "mean (ms)");
     for (const std::string& query : queries) {
       store.search(query, 10);  // warm the page cache

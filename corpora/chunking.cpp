@@ -64,7 +64,8 @@ std::string join(const std::vector<Unit>& units, std::size_t begin, std::size_t 
 std::size_t count_words(std::string_view text) { return split_words(text).size(); }
 
 std::vector<std::string> chunk_text(std::string_view text, const ChunkOptions& options) {
-  const TokenCountFn count = options.count_tokens ? options.count_tokens : TokenCountFn(count_words);
+  const TokenCountFn count =
+      options.count_tokens ? options.count_tokens : TokenCountFn(count_words);
   if (options.max_tokens == 0 || count(text) <= options.max_tokens) {
     return text.empty() ? std::vector<std::string>{} : std::vector<std::string>{std::string(text)};
   }
@@ -76,7 +77,8 @@ std::vector<std::string> chunk_text(std::string_view text, const ChunkOptions& o
       units.push_back({sentence, tokens});
       continue;
     }
-    for (std::string_view word : split_words(sentence)) units.push_back({word, std::max<std::size_t>(1, count(word))});
+    for (std::string_view word : split_words(sentence))
+      units.push_back({word, std::max<std::size_t>(1, count(word))});
   }
   std::size_t overlap = std::min(options.overlap_tokens, options.max_tokens / 2);
   std::vector<std::string> chunks;
@@ -85,7 +87,8 @@ std::vector<std::string> chunk_text(std::string_view text, const ChunkOptions& o
     std::size_t end = begin;
     std::size_t tokens = 0;
     // Always take at least one unit so a single oversized word still makes progress.
-    while (end < units.size() && (end == begin || tokens + units[end].tokens <= options.max_tokens)) {
+    while (end < units.size() &&
+           (end == begin || tokens + units[end].tokens <= options.max_tokens)) {
       tokens += units[end].tokens;
       ++end;
     }

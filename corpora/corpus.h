@@ -10,11 +10,11 @@ namespace lazyscope::corpora {
 // same source); `rowid` is the integer key inside one store (0 before the document is stored).
 struct Document {
   int64_t rowid = 0;
-  std::string id;         // e.g. "hotpot:Paris" or "p017"; chunks get "<parent id>#<n>"
+  std::string id;  // e.g. "hotpot:Paris" or "p017"; chunks get "<parent id>#<n>"
   std::string title;
   std::string text;
-  std::string parent_id;  // the source document this chunk was cut from; empty when not chunked
-  int64_t popularity = 0; // how often a workload picked it (DocumentStore::bump_popularity)
+  std::string parent_id;   // the source document this chunk was cut from; empty when not chunked
+  int64_t popularity = 0;  // how often a workload picked it (DocumentStore::bump_popularity)
 };
 
 // One evaluation question. `answers` are alternative gold strings (scored with max over them);
@@ -35,7 +35,7 @@ struct CorpusData {
 
 // One retrieval result. `score` is the BM25 relevance, higher is better (SQLite's bm25() negated).
 struct SearchHit {
-  int rank = 0;         // 1-based
+  int rank = 0;  // 1-based
   double score = 0.0;
   Document document;    // full document, text included
   std::string snippet;  // a short excerpt around the matched terms, matches wrapped in markers
@@ -54,7 +54,7 @@ struct CorpusStats {
   int64_t min_words = 0;
   int64_t max_words = 0;
   double mean_words = 0.0;
-  int64_t file_bytes = 0;           // size of the SQLite file
+  int64_t file_bytes = 0;  // size of the SQLite file
 };
 
 }  // namespace lazyscope::corpora

@@ -78,7 +78,8 @@ void exec(sqlite3* db, const char* sql, const fs::path& path) {
   }
 }
 
-constexpr const char* kDocumentColumns = "d.docid, d.id, d.title, d.text, d.parent_id, d.popularity";
+constexpr const char* kDocumentColumns =
+    "d.docid, d.id, d.title, d.text, d.parent_id, d.popularity";
 
 Document read_document(const Statement& s, int first = 0) {
   Document doc;
@@ -102,10 +103,10 @@ std::string utc_now() {
 
 bool is_stopword(std::string_view word) {
   static const std::unordered_set<std::string_view> kStopwords = {
-      "a", "an", "and", "are", "as", "at", "be", "by", "did", "do", "does", "for", "from", "had",
-      "has", "have", "in", "is", "it", "its", "of", "on", "or", "that", "the", "this", "to",
-      "was", "were", "what", "when", "where", "which", "who", "whom", "whose", "why", "how",
-      "with"};
+      "a",    "an",    "and",   "are",  "as",   "at",    "be",  "by",  "did",  "do",
+      "does", "for",   "from",  "had",  "has",  "have",  "in",  "is",  "it",   "its",
+      "of",   "on",    "or",    "that", "the",  "this",  "to",  "was", "were", "what",
+      "when", "where", "which", "who",  "whom", "whose", "why", "how", "with"};
   return kStopwords.count(word) > 0;
 }
 
@@ -120,8 +121,10 @@ std::vector<std::string> query_words(std::string_view query) {
   };
   for (char c : query) {
     auto u = static_cast<unsigned char>(c);
-    if (std::isalnum(u) || u >= 0x80) current.push_back(u < 0x80 ? char(std::tolower(u)) : c);
-    else flush();
+    if (std::isalnum(u) || u >= 0x80)
+      current.push_back(u < 0x80 ? char(std::tolower(u)) : c);
+    else
+      flush();
   }
   flush();
   std::vector<std::string> content;
@@ -145,7 +148,9 @@ std::string to_fts_query(const std::vector<std::string>& words) {
   return out;
 }
 
-std::string json_strings(const std::vector<std::string>& values) { return nlohmann::json(values).dump(); }
+std::string json_strings(const std::vector<std::string>& values) {
+  return nlohmann::json(values).dump();
+}
 
 std::vector<std::string> parse_json_strings(const std::string& text) {
   if (text.empty()) return {};
@@ -173,9 +178,11 @@ fs::path temporary_sibling(const fs::path& target) {
 }
 
 // Builds the whole store in `temp`; throws on any problem (the caller deletes the file).
-void write_store(const fs::path& temp, const fs::path& target, const CorpusData& data, const ImportOptions& options) {
+void write_store(const fs::path& temp, const fs::path& target, const CorpusData& data,
+                 const ImportOptions& options) {
   sqlite3* db = nullptr;
-  if (sqlite3_open_v2(temp.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
+  if (sqlite3_open_v2(temp.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
+      SQLITE_OK) {
     std::string message = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
     throw Error(temp.string() + ": cannot create SQLite file: " + message);
@@ -189,7 +196,8 @@ void write_store(const fs::path& temp, const fs::path& target, const CorpusData&
   exec(db, "BEGIN", target);
   exec(db,
        "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-       "CREATE TABLE documents(docid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, title TEXT NOT NULL,"
+       "CREATE TABLE documents(docid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, title TEXT NOT "
+       "NULL,"
        " text TEXT NOT NULL, parent_id TEXT, word_count INTEGER NOT NULL,"
        " popularity INTEGER NOT NULL DEFAULT 0);"
        "CREATE TABLE questions(qid INTEGER PRIMARY KEY, id TEXT NOT NULL, question TEXT NOT NULL,"
@@ -204,7 +212,10 @@ void write_store(const fs::path& temp, const fs::path& target, const CorpusData&
   };
   report(0, "writing documents");
   {
-    Statement insert(db, "INSERT INTO documents(docid, id, title, text, parent_id, word_count) VALUES(?,?,?,?,?,?)", target);
+    Statement insert(
+        db,
+        "INSERT INTO documents(docid, id, title, text, parent_id, word_count) VALUES(?,?,?,?,?,?)",
+        target);
     Statement index(db, "INSERT INTO documents_fts(rowid, title, text) VALUES(?,?,?)", target);
     std::unordered_set<std::string_view> ids;
     ids.reserve(data.documents.size() * 2);
@@ -219,8 +230,10 @@ void write_store(const fs::path& temp, const fs::path& target, const CorpusData&
       insert.bind(2, doc.id);
       insert.bind(3, doc.title);
       insert.bind(4, doc.text);
-      if (doc.parent_id.empty()) insert.bind_null(5);
-      else insert.bind(5, doc.parent_id);
+      if (doc.parent_id.empty())
+        insert.bind_null(5);
+      else
+        insert.bind(5, doc.parent_id);
       insert.bind(6, int64_t(count_words(doc.text)));
       insert.step(target);
       insert.reset();
@@ -231,7 +244,9 @@ void write_store(const fs::path& temp, const fs::path& target, const CorpusData&
       index.reset();
       if (i % 2048 == 0) report(double(i), "writing documents");
     }
-    Statement question(db, "INSERT INTO questions(id, question, answers, doc_ids, kind) VALUES(?,?,?,?,?)", target);
+    Statement question(
+        db, "INSERT INTO questions(id, question, answers, doc_ids, kind) VALUES(?,?,?,?,?)",
+        target);
     for (std::size_t i = 0; i < data.questions.size(); ++i) {
       const Question& q = data.questions[i];
       for (const std::string& id : q.doc_ids)
@@ -290,7 +305,8 @@ DocumentStore DocumentStore::open(const fs::path& path, Mode mode) {
   impl->mode = mode;
   int flags = mode == Mode::read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
   if (sqlite3_open_v2(path.c_str(), &impl->db, flags, nullptr) != SQLITE_OK)
-    throw Error(path.string() + ": cannot open: " + (impl->db ? sqlite3_errmsg(impl->db) : "out of memory"));
+    throw Error(path.string() +
+                ": cannot open: " + (impl->db ? sqlite3_errmsg(impl->db) : "out of memory"));
   sqlite3_busy_timeout(impl->db, 5000);
   std::string version;
   try {
@@ -300,10 +316,12 @@ DocumentStore DocumentStore::open(const fs::path& path, Mode mode) {
     throw Error(path.string() + ": not a LazyScope corpus (no readable meta table)");
   }
   if (version != kSchemaVersion)
-    throw Error(path.string() + ": unsupported corpus schema version \"" + version + "\" (expected " +
-                kSchemaVersion + "; re-import the corpus)");
+    throw Error(path.string() + ": unsupported corpus schema version \"" + version +
+                "\" (expected " + kSchemaVersion + "; re-import the corpus)");
   // Per-term document frequencies for query pruning; a temp table, so read-only files work too.
-  exec(impl->db, "CREATE VIRTUAL TABLE temp.documents_vocab USING fts5vocab(main, documents_fts, 'row')", path);
+  exec(impl->db,
+       "CREATE VIRTUAL TABLE temp.documents_vocab USING fts5vocab(main, documents_fts, 'row')",
+       path);
   {
     Statement s(impl->db, "SELECT COUNT(*) FROM documents", path);
     s.step(path);
@@ -312,7 +330,8 @@ DocumentStore DocumentStore::open(const fs::path& path, Mode mode) {
   return DocumentStore(std::move(impl));
 }
 
-DocumentStore DocumentStore::import(const fs::path& path, const CorpusData& data, const ImportOptions& options) {
+DocumentStore DocumentStore::import(const fs::path& path, const CorpusData& data,
+                                    const ImportOptions& options) {
   fs::path target = fs::absolute(path);
   std::error_code ec;
   if (!target.parent_path().empty()) fs::create_directories(target.parent_path(), ec);
@@ -339,7 +358,8 @@ std::vector<SearchHit> DocumentStore::search(std::string_view query, int k) cons
   return search(query, options);
 }
 
-std::vector<SearchHit> DocumentStore::search(std::string_view query, const SearchOptions& options) const {
+std::vector<SearchHit> DocumentStore::search(std::string_view query,
+                                             const SearchOptions& options) const {
   std::vector<std::string> words = query_words(query);
   if (words.empty() || options.k <= 0) return {};
   std::lock_guard lock(impl_->mutex);
@@ -347,7 +367,8 @@ std::vector<SearchHit> DocumentStore::search(std::string_view query, const Searc
   // the order of documents matching any rarer term; leaving it out spares scoring its long
   // posting list. The rarest word is always kept.
   if (words.size() > 1) {
-    Statement frequency(impl_->db, "SELECT doc FROM temp.documents_vocab WHERE term = ?", impl_->path);
+    Statement frequency(impl_->db, "SELECT doc FROM temp.documents_vocab WHERE term = ?",
+                        impl_->path);
     std::vector<std::pair<int64_t, std::string>> by_frequency;
     for (const auto& w : words) {
       frequency.bind(1, w);
@@ -360,10 +381,12 @@ std::vector<SearchHit> DocumentStore::search(std::string_view query, const Searc
       if (words.empty() || 2 * documents <= impl_->document_count) words.push_back(w);
   }
   std::string match = to_fts_query(words);
-  std::string bm25 = "bm25(documents_fts, " + std::to_string(kTitleWeight) + ", " + std::to_string(kTextWeight) + ")";
+  std::string bm25 = "bm25(documents_fts, " + std::to_string(kTitleWeight) + ", " +
+                     std::to_string(kTextWeight) + ")";
   // Rank first, touching only the index; documents and snippets are read for the top k alone.
   Statement rank(impl_->db,
-                 "SELECT rowid, -" + bm25 + " FROM documents_fts WHERE documents_fts MATCH ? ORDER BY " + bm25 +
+                 "SELECT rowid, -" + bm25 +
+                     " FROM documents_fts WHERE documents_fts MATCH ? ORDER BY " + bm25 +
                      " LIMIT ?",
                  impl_->path);
   rank.bind(1, match);
@@ -399,7 +422,9 @@ std::vector<SearchHit> DocumentStore::search(std::string_view query, const Searc
 
 std::optional<Document> DocumentStore::find(std::string_view id) const {
   std::lock_guard lock(impl_->mutex);
-  Statement s(impl_->db, std::string("SELECT ") + kDocumentColumns + " FROM documents d WHERE d.id = ?", impl_->path);
+  Statement s(impl_->db,
+              std::string("SELECT ") + kDocumentColumns + " FROM documents d WHERE d.id = ?",
+              impl_->path);
   s.bind(1, id);
   if (!s.step(impl_->path)) return std::nullopt;
   return read_document(s);
@@ -413,7 +438,9 @@ Document DocumentStore::get(std::string_view id) const {
 
 Document DocumentStore::get_by_rowid(int64_t rowid) const {
   std::lock_guard lock(impl_->mutex);
-  Statement s(impl_->db, std::string("SELECT ") + kDocumentColumns + " FROM documents d WHERE d.docid = ?", impl_->path);
+  Statement s(impl_->db,
+              std::string("SELECT ") + kDocumentColumns + " FROM documents d WHERE d.docid = ?",
+              impl_->path);
   s.bind(1, rowid);
   if (!s.step(impl_->path))
     throw Error(impl_->path.string() + ": no document with rowid " + std::to_string(rowid));
@@ -422,7 +449,9 @@ Document DocumentStore::get_by_rowid(int64_t rowid) const {
 
 std::vector<Document> DocumentStore::list(int64_t offset, int64_t limit) const {
   std::lock_guard lock(impl_->mutex);
-  Statement s(impl_->db, std::string("SELECT ") + kDocumentColumns + " FROM documents d ORDER BY d.docid LIMIT ? OFFSET ?",
+  Statement s(impl_->db,
+              std::string("SELECT ") + kDocumentColumns +
+                  " FROM documents d ORDER BY d.docid LIMIT ? OFFSET ?",
               impl_->path);
   s.bind(1, std::max<int64_t>(0, limit));
   s.bind(2, std::max<int64_t>(0, offset));
@@ -440,7 +469,8 @@ int64_t DocumentStore::count() const {
 
 std::vector<Question> DocumentStore::questions() const {
   std::lock_guard lock(impl_->mutex);
-  Statement s(impl_->db, "SELECT id, question, answers, doc_ids, kind FROM questions ORDER BY qid", impl_->path);
+  Statement s(impl_->db, "SELECT id, question, answers, doc_ids, kind FROM questions ORDER BY qid",
+              impl_->path);
   std::vector<Question> out;
   while (s.step(impl_->path)) {
     Question q;
@@ -463,8 +493,10 @@ int64_t DocumentStore::question_count() const {
 
 void DocumentStore::bump_popularity(std::string_view id, int64_t delta) {
   std::lock_guard lock(impl_->mutex);
-  if (impl_->mode == Mode::read_only) throw Error(impl_->path.string() + ": opened read-only, cannot count popularity");
-  Statement s(impl_->db, "UPDATE documents SET popularity = popularity + ? WHERE id = ?", impl_->path);
+  if (impl_->mode == Mode::read_only)
+    throw Error(impl_->path.string() + ": opened read-only, cannot count popularity");
+  Statement s(impl_->db, "UPDATE documents SET popularity = popularity + ? WHERE id = ?",
+              impl_->path);
   s.bind(1, delta);
   s.bind(2, id);
   s.step(impl_->path);
@@ -474,10 +506,11 @@ void DocumentStore::bump_popularity(std::string_view id, int64_t delta) {
 
 std::vector<Document> DocumentStore::most_popular(int64_t limit) const {
   std::lock_guard lock(impl_->mutex);
-  Statement s(impl_->db,
-              std::string("SELECT ") + kDocumentColumns +
-                  " FROM documents d WHERE d.popularity > 0 ORDER BY d.popularity DESC, d.docid LIMIT ?",
-              impl_->path);
+  Statement s(
+      impl_->db,
+      std::string("SELECT ") + kDocumentColumns +
+          " FROM documents d WHERE d.popularity > 0 ORDER BY d.popularity DESC, d.docid LIMIT ?",
+      impl_->path);
   s.bind(1, std::max<int64_t>(0, limit));
   std::vector<Document> docs;
   while (s.step(impl_->path)) docs.push_back(read_document(s));
@@ -486,7 +519,8 @@ std::vector<Document> DocumentStore::most_popular(int64_t limit) const {
 
 void DocumentStore::reset_popularity() {
   std::lock_guard lock(impl_->mutex);
-  if (impl_->mode == Mode::read_only) throw Error(impl_->path.string() + ": opened read-only, cannot reset popularity");
+  if (impl_->mode == Mode::read_only)
+    throw Error(impl_->path.string() + ": opened read-only, cannot reset popularity");
   exec(impl_->db, "UPDATE documents SET popularity = 0 WHERE popularity != 0", impl_->path);
 }
 

@@ -25,9 +25,9 @@ struct ImportOptions {
 
 struct SearchOptions {
   int k = 5;
-  std::string highlight_open = "[";   // wraps each matched term in the snippet
+  std::string highlight_open = "[";  // wraps each matched term in the snippet
   std::string highlight_close = "]";
-  int snippet_words = 16;             // approximate snippet length
+  int snippet_words = 16;  // approximate snippet length
 };
 
 // Not thread-safe to share without care: every method locks an internal mutex, so one store

@@ -53,7 +53,8 @@ double exact_match(std::string_view prediction, std::string_view gold) {
 double f1_score(std::string_view prediction, std::string_view gold) {
   std::vector<std::string> predicted = split_whitespace(normalize_answer(prediction));
   std::vector<std::string> expected = split_whitespace(normalize_answer(gold));
-  if (predicted.empty() || expected.empty()) return predicted.empty() && expected.empty() ? 1.0 : 0.0;
+  if (predicted.empty() || expected.empty())
+    return predicted.empty() && expected.empty() ? 1.0 : 0.0;
   std::map<std::string, int> gold_counts;
   for (const auto& w : expected) ++gold_counts[w];
   int common = 0;

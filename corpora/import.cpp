@@ -18,7 +18,9 @@ CorpusStats import_corpus(const std::filesystem::path& source, CorpusFormat form
   import_options.source_format = std::string(corpus_format_name(format));
   import_options.source_path = std::filesystem::absolute(source).string();
   if (options.progress) {
-    import_options.progress = [&](double f, std::string_view what) { options.progress(0.4 + 0.6 * f, what); };
+    import_options.progress = [&](double f, std::string_view what) {
+      options.progress(0.4 + 0.6 * f, what);
+    };
   }
   return DocumentStore::import(db, data, import_options).stats();
 }

@@ -46,13 +46,18 @@ json parse_json(const fs::path& path, const std::string& text) {
     return json::parse(text);
   } catch (const json::parse_error& e) {
     std::size_t byte = e.byte > 0 ? e.byte - 1 : 0;
-    fail(path, "line " + std::to_string(line_of_offset(text, byte)), std::string("invalid JSON (") + e.what() + ")");
+    fail(path, "line " + std::to_string(line_of_offset(text, byte)),
+         std::string("invalid JSON (") + e.what() + ")");
   }
 }
 
 std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) s.remove_suffix(1);
+  while (!s.empty() &&
+         (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n'))
+    s.remove_prefix(1);
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -107,12 +112,16 @@ std::string string_field(const json& object, const char* key, const fs::path& pa
 
 std::vector<std::string> string_list(const json& value, const char* key, const fs::path& path,
                                      const std::string& where) {
-  if (!value.is_array()) fail(path, where, std::string("\"") + key + "\" must be an array of strings");
+  if (!value.is_array())
+    fail(path, where, std::string("\"") + key + "\" must be an array of strings");
   std::vector<std::string> out;
   for (const json& item : value) {
-    if (item.is_string()) out.push_back(item.get<std::string>());
-    else if (item.is_number_integer()) out.push_back(std::to_string(item.get<int64_t>()));
-    else fail(path, where, std::string("\"") + key + "\" must be an array of strings");
+    if (item.is_string())
+      out.push_back(item.get<std::string>());
+    else if (item.is_number_integer())
+      out.push_back(std::to_string(item.get<int64_t>()));
+    else
+      fail(path, where, std::string("\"") + key + "\" must be an array of strings");
   }
   return out;
 }
@@ -167,7 +176,8 @@ CorpusData load_multihop(const fs::path& path, const LoadOptions& options, const
         std::string at = where_id + ": context[" + std::to_string(i++) + "]";
         if (!pair.is_array() || pair.size() != 2 || !pair[0].is_string())
           fail(path, at, "must be [title, [sentences]]");
-        paragraphs.emplace_back(pair[0].get<std::string>(), string_list(pair[1], "sentences", path, at));
+        paragraphs.emplace_back(pair[0].get<std::string>(),
+                                string_list(pair[1], "sentences", path, at));
       }
     } else {
       fail(path, where_id, "\"context\" must be [[title, [sentences]], ...]");
@@ -186,11 +196,13 @@ CorpusData load_multihop(const fs::path& path, const LoadOptions& options, const
     auto answer = record.find("answer");
     if (answer == record.end() || answer->is_null()) return;
     Question q;
-    q.id = qid.empty() ? std::string(dataset) + ":" + std::to_string(data.questions.size() + 1) : qid;
+    q.id =
+        qid.empty() ? std::string(dataset) + ":" + std::to_string(data.questions.size() + 1) : qid;
     q.question = string_field(record, "question", path, where_id, true);
     if (!answer->is_string()) fail(path, where_id, "\"answer\" must be a string");
     q.answers.push_back(answer->get<std::string>());
-    if (record.contains("type") && record["type"].is_string()) q.kind = record["type"].get<std::string>();
+    if (record.contains("type") && record["type"].is_string())
+      q.kind = record["type"].get<std::string>();
     auto facts = record.find("supporting_facts");
     if (facts != record.end() && facts->is_array()) {
       for (const json& fact : *facts) {
@@ -200,7 +212,8 @@ CorpusData load_multihop(const fs::path& path, const LoadOptions& options, const
         if (doc_index.count(title)) add_unique(q.doc_ids, title);  // fullwiki may lack the gold
       }
     } else if (facts != record.end() && facts->is_object() && facts->contains("title")) {
-      for (const std::string& title : string_list((*facts)["title"], "supporting_facts.title", path, where_id))
+      for (const std::string& title :
+           string_list((*facts)["title"], "supporting_facts.title", path, where_id))
         if (doc_index.count(title)) add_unique(q.doc_ids, title);
     }
     data.questions.push_back(std::move(q));
@@ -245,7 +258,8 @@ std::vector<CsvRecord> parse_csv(const fs::path& path, const std::string& text) 
         std::size_t quote_line = line;
         ++i;
         while (true) {
-          if (i >= text.size()) fail(path, "line " + std::to_string(quote_line), "unterminated quoted field");
+          if (i >= text.size())
+            fail(path, "line " + std::to_string(quote_line), "unterminated quoted field");
           char c = text[i++];
           if (c == '"') {
             if (i < text.size() && text[i] == '"') {
@@ -263,7 +277,8 @@ std::vector<CsvRecord> parse_csv(const fs::path& path, const std::string& text) 
           fail(path, "line " + std::to_string(line), "unexpected character after a closing quote");
       } else {
         while (i < text.size() && text[i] != ',' && text[i] != '\n' && text[i] != '\r') {
-          if (text[i] == '"') fail(path, "line " + std::to_string(line), "quote inside an unquoted field");
+          if (text[i] == '"')
+            fail(path, "line " + std::to_string(line), "quote inside an unquoted field");
           field.push_back(text[i++]);
         }
       }
@@ -307,12 +322,14 @@ CsvTable read_csv(const fs::path& path) {
   table.path = path;
   std::vector<CsvRecord> records = parse_csv(path, read_file(path));
   if (records.empty()) fail(path, "", "file is empty (expected a header row)");
-  for (std::size_t i = 0; i < records[0].fields.size(); ++i) table.columns[std::string(trim(records[0].fields[i]))] = i;
+  for (std::size_t i = 0; i < records[0].fields.size(); ++i)
+    table.columns[std::string(trim(records[0].fields[i]))] = i;
   std::size_t width = records[0].fields.size();
   for (std::size_t r = 1; r < records.size(); ++r) {
     if (records[r].fields.size() != width)
       fail(path, "line " + std::to_string(records[r].line),
-           "expected " + std::to_string(width) + " fields, found " + std::to_string(records[r].fields.size()));
+           "expected " + std::to_string(width) + " fields, found " +
+               std::to_string(records[r].fields.size()));
     table.rows.push_back(std::move(records[r]));
   }
   return table;
@@ -339,11 +356,16 @@ CorpusFormat parse_corpus_format(std::string_view name) {
 
 std::string_view corpus_format_name(CorpusFormat format) {
   switch (format) {
-    case CorpusFormat::hotpotqa: return "hotpotqa";
-    case CorpusFormat::two_wiki: return "2wiki";
-    case CorpusFormat::triviaqa: return "triviaqa";
-    case CorpusFormat::narrativeqa: return "narrativeqa";
-    case CorpusFormat::jsonl: return "jsonl";
+    case CorpusFormat::hotpotqa:
+      return "hotpotqa";
+    case CorpusFormat::two_wiki:
+      return "2wiki";
+    case CorpusFormat::triviaqa:
+      return "triviaqa";
+    case CorpusFormat::narrativeqa:
+      return "narrativeqa";
+    case CorpusFormat::jsonl:
+      return "jsonl";
   }
   return "unknown";
 }
@@ -361,15 +383,19 @@ CorpusData load_triviaqa(const fs::path& path, const LoadOptions& options) {
   report(options, 0.0, "reading " + path.filename().string());
   json root = parse_json(path, text);
   const json* records = nullptr;
-  if (root.is_object() && root.contains("Data") && root["Data"].is_array()) records = &root["Data"];
-  else if (root.is_array()) records = &root;
-  else fail(path, "", "expected an object with a \"Data\" array (TriviaQA RC layout)");
+  if (root.is_object() && root.contains("Data") && root["Data"].is_array())
+    records = &root["Data"];
+  else if (root.is_array())
+    records = &root;
+  else
+    fail(path, "", "expected an object with a \"Data\" array (TriviaQA RC layout)");
 
   fs::path evidence = options.evidence_dir;
   if (evidence.empty()) {
     fs::path dir = path.parent_path();
     std::error_code ec;
-    evidence = fs::is_directory(dir / ".." / "evidence", ec) ? dir / ".." / "evidence" : dir / "evidence";
+    evidence =
+        fs::is_directory(dir / ".." / "evidence", ec) ? dir / ".." / "evidence" : dir / "evidence";
   }
 
   CorpusData data;
@@ -391,12 +417,14 @@ CorpusData load_triviaqa(const fs::path& path, const LoadOptions& options) {
         for (std::string& alias : string_list((*answer)["Aliases"], "Aliases", path, where))
           add_unique(q.answers, std::move(alias));
     }
-    for (const auto& [key, folder] : {std::pair{"EntityPages", "wikipedia"}, std::pair{"SearchResults", "web"}}) {
+    for (const auto& [key, folder] :
+         {std::pair{"EntityPages", "wikipedia"}, std::pair{"SearchResults", "web"}}) {
       auto pages = record.find(key);
       if (pages == record.end() || pages->is_null()) continue;
       if (!pages->is_array()) fail(path, where, std::string("\"") + key + "\" must be an array");
       for (const json& page : *pages) {
-        if (!page.is_object()) fail(path, where, std::string("\"") + key + "\" entries must be objects");
+        if (!page.is_object())
+          fail(path, where, std::string("\"") + key + "\" entries must be objects");
         std::string filename = string_field(page, "Filename", path, where, true);
         std::string id = std::string(folder) + "/" + filename;
         add_unique(q.doc_ids, id);
@@ -405,12 +433,14 @@ CorpusData load_triviaqa(const fs::path& path, const LoadOptions& options) {
         doc.id = id;
         doc.title = string_field(page, "Title", path, where, false);
         for (const char* inline_key : {"Content", "wiki_context", "search_context"})
-          if (page.contains(inline_key) && page[inline_key].is_string()) doc.text = page[inline_key].get<std::string>();
+          if (page.contains(inline_key) && page[inline_key].is_string())
+            doc.text = page[inline_key].get<std::string>();
         if (doc.text.empty()) {
           fs::path file = evidence / folder / filename;
           std::error_code ec;
           if (!fs::is_regular_file(file, ec))
-            fail(path, where, "evidence file " + file.string() + " not found (set the evidence directory)");
+            fail(path, where,
+                 "evidence file " + file.string() + " not found (set the evidence directory)");
           doc.text = read_file(file);
         }
         doc.text = std::string(trim(doc.text));
@@ -439,18 +469,22 @@ CorpusData load_narrativeqa(const fs::path& path, const LoadOptions& options) {
   std::vector<std::string> order;
   fs::path dir = path.parent_path();
   if (!col_inline_summary) {
-    fs::path summaries_path = options.summaries_path.empty()
-                                  ? first_existing({dir / "summaries.csv", dir / "third_party" / "wikipedia" / "summaries.csv"})
-                                  : options.summaries_path;
+    fs::path summaries_path =
+        options.summaries_path.empty()
+            ? first_existing(
+                  {dir / "summaries.csv", dir / "third_party" / "wikipedia" / "summaries.csv"})
+            : options.summaries_path;
     if (summaries_path.empty())
-      fail(path, "", "no \"summary\" column and no summaries.csv beside it or in third_party/wikipedia/");
+      fail(path, "",
+           "no \"summary\" column and no summaries.csv beside it or in third_party/wikipedia/");
     CsvTable table = read_csv(summaries_path);
     std::size_t s_doc = table.require("document_id");
     std::size_t s_summary = table.require("summary");
     for (const CsvRecord& row : table.rows) {
       const std::string& id = row.fields[s_doc];
       if (id.empty()) fail(table.path, "line " + std::to_string(row.line), "empty document_id");
-      if (summaries.emplace(id, std::pair{std::string(), row.fields[s_summary]}).second) order.push_back(id);
+      if (summaries.emplace(id, std::pair{std::string(), row.fields[s_summary]}).second)
+        order.push_back(id);
     }
   }
   report(options, 0.5, "reading questions");
@@ -461,7 +495,8 @@ CorpusData load_narrativeqa(const fs::path& path, const LoadOptions& options) {
     const std::string& doc_id = row.fields[col_doc];
     if (doc_id.empty()) fail(path, where, "empty document_id");
     if (col_inline_summary) {
-      if (summaries.emplace(doc_id, std::pair{std::string(), row.fields[*col_inline_summary]}).second)
+      if (summaries.emplace(doc_id, std::pair{std::string(), row.fields[*col_inline_summary]})
+              .second)
         order.push_back(doc_id);
     } else if (!summaries.count(doc_id)) {
       fail(path, where, "no summary for document_id " + doc_id);
@@ -484,7 +519,8 @@ CorpusData load_narrativeqa(const fs::path& path, const LoadOptions& options) {
     auto d_title = table.column("wiki_title");
     if (d_doc && d_title)
       for (const CsvRecord& row : table.rows)
-        if (auto it = summaries.find(row.fields[*d_doc]); it != summaries.end()) it->second.first = row.fields[*d_title];
+        if (auto it = summaries.find(row.fields[*d_doc]); it != summaries.end())
+          it->second.first = row.fields[*d_title];
   }
   for (const std::string& id : order) {
     auto& [title, summary] = summaries[id];
@@ -504,45 +540,57 @@ CorpusData load_jsonl(const fs::path& path, const LoadOptions& options) {
   fs::path questions_path = options.questions_path;
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
-    documents_path = first_existing({path / "passages.jsonl", path / "documents.jsonl", path / "corpus.jsonl"});
-    if (documents_path.empty()) fail(path, "", "directory holds no passages.jsonl or documents.jsonl");
+    documents_path =
+        first_existing({path / "passages.jsonl", path / "documents.jsonl", path / "corpus.jsonl"});
+    if (documents_path.empty())
+      fail(path, "", "directory holds no passages.jsonl or documents.jsonl");
     if (questions_path.empty()) questions_path = first_existing({path / "questions.jsonl"});
   }
 
   CorpusData data;
-  std::map<std::string, std::size_t> doc_line;  // id -> line it was defined on
+  std::map<std::string, std::size_t> doc_line;                    // id -> line it was defined on
   std::vector<std::pair<fs::path, std::size_t>> question_origin;  // for unknown-id errors
 
   auto read_one = [&](const fs::path& file, double from, double to) {
     const std::string text = read_file(file);
     LoadOptions scaled = options;
     if (options.progress)
-      scaled.progress = [&](double f, std::string_view what) { options.progress(from + (to - from) * f, what); };
+      scaled.progress = [&](double f, std::string_view what) {
+        options.progress(from + (to - from) * f, what);
+      };
     for_each_json_line(file, text, scaled, [&](std::size_t line, const json& object) {
       std::string where = "line " + std::to_string(line);
       if (object.contains("question")) {
         Question q;
         q.question = string_field(object, "question", file, where, true);
         q.id = id_field(object, "id").value_or("q" + std::to_string(data.questions.size() + 1));
-        if (object.contains("answers")) q.answers = string_list(object["answers"], "answers", file, where);
-        else if (object.contains("answer")) q.answers.push_back(string_field(object, "answer", file, where, true));
+        if (object.contains("answers"))
+          q.answers = string_list(object["answers"], "answers", file, where);
+        else if (object.contains("answer"))
+          q.answers.push_back(string_field(object, "answer", file, where, true));
         if (q.answers.empty()) fail(file, where, "question has no \"answers\"");
-        if (object.contains("doc_ids")) q.doc_ids = string_list(object["doc_ids"], "doc_ids", file, where);
+        if (object.contains("doc_ids"))
+          q.doc_ids = string_list(object["doc_ids"], "doc_ids", file, where);
         q.kind = string_field(object, "kind", file, where, false);
         data.questions.push_back(std::move(q));
         question_origin.emplace_back(file, line);
         return;
       }
       if (!object.contains("text") && !object.contains("contents"))
-        fail(file, where, "expected a document {\"id\",\"title\",\"text\"} or a question {\"question\",\"answers\",\"doc_ids\"}");
+        fail(file, where,
+             "expected a document {\"id\",\"title\",\"text\"} or a question "
+             "{\"question\",\"answers\",\"doc_ids\"}");
       Document doc;
       auto id = id_field(object, "id");
       if (!id || id->empty()) fail(file, where, "document has no \"id\" (string or integer)");
       doc.id = *id;
       doc.title = string_field(object, "title", file, where, false);
-      doc.text = string_field(object, object.contains("text") ? "text" : "contents", file, where, true);
+      doc.text =
+          string_field(object, object.contains("text") ? "text" : "contents", file, where, true);
       if (auto [it, fresh] = doc_line.emplace(doc.id, line); !fresh)
-        fail(file, where, "duplicate document id \"" + doc.id + "\" (first on line " + std::to_string(it->second) + ")");
+        fail(file, where,
+             "duplicate document id \"" + doc.id + "\" (first on line " +
+                 std::to_string(it->second) + ")");
       data.documents.push_back(std::move(doc));
     });
   };
@@ -561,11 +609,16 @@ CorpusData load_corpus(const fs::path& path, CorpusFormat format, const LoadOpti
   std::error_code ec;
   if (!fs::exists(path, ec)) throw Error(path.string() + ": no such file or directory");
   switch (format) {
-    case CorpusFormat::hotpotqa: return load_hotpotqa(path, options);
-    case CorpusFormat::two_wiki: return load_2wiki(path, options);
-    case CorpusFormat::triviaqa: return load_triviaqa(path, options);
-    case CorpusFormat::narrativeqa: return load_narrativeqa(path, options);
-    case CorpusFormat::jsonl: return load_jsonl(path, options);
+    case CorpusFormat::hotpotqa:
+      return load_hotpotqa(path, options);
+    case CorpusFormat::two_wiki:
+      return load_2wiki(path, options);
+    case CorpusFormat::triviaqa:
+      return load_triviaqa(path, options);
+    case CorpusFormat::narrativeqa:
+      return load_narrativeqa(path, options);
+    case CorpusFormat::jsonl:
+      return load_jsonl(path, options);
   }
   throw Error("unknown corpus format");
 }

@@ -1,10 +1,11 @@
 #include "corpora/sample_corpus.h"
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 #include "corpora/document_store.h"
 #include "corpora/loaders.h"
@@ -51,26 +52,31 @@ CorpusData load_sample_corpus() { return load_jsonl(sample_corpus_dir()); }
 
 fs::path user_cache_dir() {
   std::vector<fs::path> candidates;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) candidates.push_back(fs::path(xdg) / "lazyscope");
-  if (const char* home = std::getenv("HOME"); home && *home) candidates.push_back(fs::path(home) / ".cache" / "lazyscope");
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    candidates.push_back(fs::path(xdg) / "lazyscope");
+  if (const char* home = std::getenv("HOME"); home && *home)
+    candidates.push_back(fs::path(home) / ".cache" / "lazyscope");
   std::error_code ec;
   candidates.push_back(fs::temp_directory_path(ec) / "lazyscope");
   for (const fs::path& dir : candidates) {
     fs::create_directories(dir, ec);
     if (fs::is_directory(dir, ec) && ::access(dir.c_str(), W_OK) == 0) return dir;
   }
-  throw Error("no writable cache directory (tried $XDG_CACHE_HOME, ~/.cache and the temp directory)");
+  throw Error(
+      "no writable cache directory (tried $XDG_CACHE_HOME, ~/.cache and the temp directory)");
 }
 
 fs::path default_sample_corpus_db(const ProgressFn& progress) {
   fs::path dir = sample_corpus_dir();
-  if (dir.empty()) throw Error("the sample corpus location is unknown (set LAZYSCOPE_SAMPLE_CORPUS_DIR)");
+  if (dir.empty())
+    throw Error("the sample corpus location is unknown (set LAZYSCOPE_SAMPLE_CORPUS_DIR)");
   std::string hash = sample_hash(dir);
   fs::path db = user_cache_dir() / "sample-corpus.db";
   std::error_code ec;
   if (fs::exists(db, ec)) {
     try {
-      if (DocumentStore::open(db, DocumentStore::Mode::read_only).metadata("source_hash") == hash) return db;
+      if (DocumentStore::open(db, DocumentStore::Mode::read_only).metadata("source_hash") == hash)
+        return db;
     } catch (const Error&) {
       // Unreadable or old schema: rebuild below.
     }

@@ -94,17 +94,21 @@ void run_import(const ImportArgs& args) {
     stats = corpora::import_corpus(args.file, format, args.out, options);
   }
   std::printf("imported %lld documents and %lld questions (%lld multi-hop) into %s (%s)\n",
-              (long long)stats.documents, (long long)stats.questions, (long long)stats.multi_hop_questions,
-              args.out.c_str(), human_bytes(stats.file_bytes).c_str());
+              (long long)stats.documents, (long long)stats.questions,
+              (long long)stats.multi_hop_questions, args.out.c_str(),
+              human_bytes(stats.file_bytes).c_str());
   if (stats.max_words > 1000 && args.chunk_tokens == 0)
-    std::printf("note: the longest document has %lld words; consider --chunk-tokens 256\n", (long long)stats.max_words);
+    std::printf("note: the longest document has %lld words; consider --chunk-tokens 256\n",
+                (long long)stats.max_words);
 }
 
 void run_search(const StoreArgs& args) {
   std::string db = args.db;
   std::string query;
   if (args.positionals.size() == 2) {
-    if (!db.empty()) throw Error("corpus search: give the database either as --db or as the first argument, not both");
+    if (!db.empty())
+      throw Error(
+          "corpus search: give the database either as --db or as the first argument, not both");
     db = args.positionals[0];
     query = args.positionals[1];
   } else if (args.positionals.size() == 1) {
@@ -125,8 +129,9 @@ void run_search(const StoreArgs& args) {
   }
   std::printf("%-4s  %7s  %-12s  %-28s  %s\n", "rank", "score", "id", "title", "snippet");
   for (const auto& hit : hits) {
-    std::printf("%-4d  %7.3f  %-12s  %-28s  %s\n", hit.rank, hit.score, one_line(hit.document.id, 12).c_str(),
-                one_line(hit.document.title, 28).c_str(), one_line(hit.snippet, 110).c_str());
+    std::printf("%-4d  %7.3f  %-12s  %-28s  %s\n", hit.rank, hit.score,
+                one_line(hit.document.id, 12).c_str(), one_line(hit.document.title, 28).c_str(),
+                one_line(hit.snippet, 110).c_str());
   }
 }
 
@@ -140,28 +145,34 @@ void run_stats(const StoreArgs& args) {
   std::printf("source        %s (%s)\n", s.source_path.c_str(), s.source_format.c_str());
   std::printf("imported      %s\n", s.created_at.c_str());
   std::printf("documents     %lld\n", (long long)s.documents);
-  std::printf("words         %lld total, %lld min, %.1f mean, %lld max per document\n", (long long)s.total_words,
-              (long long)s.min_words, s.mean_words, (long long)s.max_words);
+  std::printf("words         %lld total, %lld min, %.1f mean, %lld max per document\n",
+              (long long)s.total_words, (long long)s.min_words, s.mean_words,
+              (long long)s.max_words);
   std::printf("questions     %lld (%lld with two or more gold documents)\n", (long long)s.questions,
               (long long)s.multi_hop_questions);
 }
 
 void run_questions(const StoreArgs& args) {
-  if (args.positionals.size() > 1) throw Error("corpus questions: expected at most one DB argument");
+  if (args.positionals.size() > 1)
+    throw Error("corpus questions: expected at most one DB argument");
   std::string db = !args.positionals.empty() ? args.positionals[0] : args.db;
   DocumentStore store = DocumentStore::open(resolve_db(db), DocumentStore::Mode::read_only);
   auto questions = store.questions();
-  std::size_t shown = args.limit > 0 ? std::min<std::size_t>(std::size_t(args.limit), questions.size()) : questions.size();
-  std::printf("%-10s  %-9s  %-60s  %-24s  %s\n", "id", "kind", "question", "answer", "gold documents");
+  std::size_t shown = args.limit > 0
+                          ? std::min<std::size_t>(std::size_t(args.limit), questions.size())
+                          : questions.size();
+  std::printf("%-10s  %-9s  %-60s  %-24s  %s\n", "id", "kind", "question", "answer",
+              "gold documents");
   for (std::size_t i = 0; i < shown; ++i) {
     const auto& q = questions[i];
     std::string gold;
     for (const auto& id : q.doc_ids) gold += (gold.empty() ? "" : ",") + id;
-    std::printf("%-10s  %-9s  %-60s  %-24s  %s\n", one_line(q.id, 10).c_str(), one_line(q.kind, 9).c_str(),
-                one_line(q.question, 60).c_str(), one_line(q.answers.empty() ? "" : q.answers[0], 24).c_str(),
-                gold.c_str());
+    std::printf("%-10s  %-9s  %-60s  %-24s  %s\n", one_line(q.id, 10).c_str(),
+                one_line(q.kind, 9).c_str(), one_line(q.question, 60).c_str(),
+                one_line(q.answers.empty() ? "" : q.answers[0], 24).c_str(), gold.c_str());
   }
-  if (shown < questions.size()) std::printf("... %zu more (use --limit 0 for all)\n", questions.size() - shown);
+  if (shown < questions.size())
+    std::printf("... %zu more (use --limit 0 for all)\n", questions.size() - shown);
 }
 
 // Retrieval quality of BM25 on the store's own questions: recall of gold documents in the top k.
@@ -192,10 +203,12 @@ void run_recall(const StoreArgs& args) {
     }
     answer_in_top += answer_found ? 1 : 0;
   }
-  std::printf("BM25 recall@%d over %zu questions in %s\n", args.k, questions.size(), store.path().c_str());
+  std::printf("BM25 recall@%d over %zu questions in %s\n", args.k, questions.size(),
+              store.path().c_str());
   std::printf("%-34s  %9s  %8s\n", "questions", "count", "recall");
   if (singles) std::printf("%-34s  %9d  %8.3f\n", "one gold document", singles, single / singles);
-  if (multis) std::printf("%-34s  %9d  %8.3f\n", "two or more gold documents", multis, multi / multis);
+  if (multis)
+    std::printf("%-34s  %9d  %8.3f\n", "two or more gold documents", multis, multi / multis);
   std::printf("%-34s  %9zu  %8.3f\n", "an answer string in the top k", questions.size(),
               answer_in_top / double(questions.size()));
 }
@@ -204,58 +217,84 @@ void run_recall(const StoreArgs& args) {
 
 void add_corpus_command(CLI::App& app) {
   CLI::App* corpus = app.add_subcommand(
-      "corpus", "Import RAG datasets into SQLite document stores, search them (BM25), show their stats");
+      "corpus",
+      "Import RAG datasets into SQLite document stores, search them (BM25), show their stats");
   corpus->require_subcommand(1);
 
   auto import_args = std::make_shared<ImportArgs>();
-  CLI::App* import = corpus->add_subcommand(
-      "import", "Import a dataset into a document store (one SQLite file; replaced only if the import succeeds)");
-  import->add_option("file", import_args->file,
-                     "Dataset file (or, for jsonl, a directory with passages.jsonl + questions.jsonl)")
+  CLI::App* import = corpus->add_subcommand("import",
+                                            "Import a dataset into a document store (one SQLite "
+                                            "file; replaced only if the import succeeds)");
+  import
+      ->add_option(
+          "file", import_args->file,
+          "Dataset file (or, for jsonl, a directory with passages.jsonl + questions.jsonl)")
       ->required();
-  import->add_option("--format,-f", import_args->format, "hotpotqa, 2wiki, triviaqa, narrativeqa or jsonl")
+  import
+      ->add_option("--format,-f", import_args->format,
+                   "hotpotqa, 2wiki, triviaqa, narrativeqa or jsonl")
       ->check(CLI::IsMember({"hotpotqa", "2wiki", "triviaqa", "narrativeqa", "jsonl"}))
       ->capture_default_str();
-  import->add_option("--out,-o", import_args->out, "Output database file, e.g. corpus.db")->required();
-  import->add_option("--chunk-tokens", import_args->chunk_tokens,
-                     "Split documents longer than N words into passages of at most N (0: keep whole)")
+  import->add_option("--out,-o", import_args->out, "Output database file, e.g. corpus.db")
+      ->required();
+  import
+      ->add_option("--chunk-tokens", import_args->chunk_tokens,
+                   "Split documents longer than N words into passages of at most N (0: keep whole)")
       ->capture_default_str();
-  import->add_option("--chunk-overlap", import_args->chunk_overlap, "Words repeated between consecutive chunks")
+  import
+      ->add_option("--chunk-overlap", import_args->chunk_overlap,
+                   "Words repeated between consecutive chunks")
       ->capture_default_str();
   import->add_option("--questions", import_args->questions, "jsonl: a separate questions file");
-  import->add_option("--evidence-dir", import_args->evidence_dir,
-                     "triviaqa: the evidence folder holding wikipedia/ and web/ (default: ../evidence)");
+  import->add_option(
+      "--evidence-dir", import_args->evidence_dir,
+      "triviaqa: the evidence folder holding wikipedia/ and web/ (default: ../evidence)");
   import->add_option("--summaries", import_args->summaries,
-                     "narrativeqa: summaries.csv (default: beside the questions CSV or in third_party/wikipedia/)");
-  import->add_option("--name", import_args->name, "Corpus name shown in stats (default: the output file name)");
-  import->callback([import_args] { run_import(*import_args); });
+                     "narrativeqa: summaries.csv (default: beside the questions CSV or in "
+                     "third_party/wikipedia/)");
+  import->add_option("--name", import_args->name,
+                     "Corpus name shown in stats (default: the output file name)");
+  import->callback([import_args] { run_import(*import_args);
+});
 
-  auto search_args = std::make_shared<StoreArgs>();
-  CLI::App* search = corpus->add_subcommand(
-      "search", "BM25 top-k search: corpus search [DB] \"query\" (no DB: the bundled sample corpus)");
-  search->add_option("db_and_query", search_args->positionals, "[DB] QUERY")->required()->expected(1, 2);
-  search->add_option("-k", search_args->k, "Number of results")->capture_default_str()->check(CLI::PositiveNumber);
-  search->add_option("--db", search_args->db, "Database file (alternative to the positional DB)");
-  search->callback([search_args] { run_search(*search_args); });
+auto search_args = std::make_shared<StoreArgs>();
+CLI::App* search = corpus->add_subcommand(
+    "search", "BM25 top-k search: corpus search [DB] \"query\" (no DB: the bundled sample corpus)");
+search->add_option("db_and_query", search_args->positionals, "[DB] QUERY")
+    ->required()
+    ->expected(1, 2);
+search->add_option("-k", search_args->k, "Number of results")
+    ->capture_default_str()
+    ->check(CLI::PositiveNumber);
+search->add_option("--db", search_args->db, "Database file (alternative to the positional DB)");
+search->callback([search_args] { run_search(*search_args); });
 
-  auto stats_args = std::make_shared<StoreArgs>();
-  CLI::App* stats = corpus->add_subcommand("stats", "Documents, words and questions of a store (no DB: the sample)");
-  stats->add_option("db", stats_args->positionals, "Database file")->expected(0, 1);
-  stats->callback([stats_args] { run_stats(*stats_args); });
+auto stats_args = std::make_shared<StoreArgs>();
+CLI::App* stats = corpus->add_subcommand(
+    "stats", "Documents, words and questions of a store (no DB: the sample)");
+stats->add_option("db", stats_args->positionals, "Database file")->expected(0, 1);
+stats->callback([stats_args] { run_stats(*stats_args); });
 
-  auto questions_args = std::make_shared<StoreArgs>();
-  questions_args->limit = 20;
-  CLI::App* questions = corpus->add_subcommand("questions", "List a store's questions with answers and gold documents");
-  questions->add_option("db", questions_args->positionals, "Database file (no DB: the sample)")->expected(0, 1);
-  questions->add_option("--limit", questions_args->limit, "Rows to show (0: all)")->capture_default_str();
-  questions->callback([questions_args] { run_questions(*questions_args); });
+auto questions_args = std::make_shared<StoreArgs>();
+questions_args->limit = 20;
+CLI::App* questions =
+    corpus->add_subcommand("questions", "List a store's questions with answers and gold documents");
+questions->add_option("db", questions_args->positionals, "Database file (no DB: the sample)")
+    ->expected(0, 1);
+questions->add_option("--limit", questions_args->limit, "Rows to show (0: all)")
+    ->capture_default_str();
+questions->callback([questions_args] { run_questions(*questions_args); });
 
-  auto recall_args = std::make_shared<StoreArgs>();
-  CLI::App* recall = corpus->add_subcommand(
-      "recall", "Retrieval quality: BM25 recall@k of the gold documents for the store's own questions");
-  recall->add_option("db", recall_args->positionals, "Database file (no DB: the sample)")->expected(0, 1);
-  recall->add_option("-k", recall_args->k, "Documents retrieved per question")->capture_default_str()->check(CLI::PositiveNumber);
-  recall->callback([recall_args] { run_recall(*recall_args); });
-}
+auto recall_args = std::make_shared<StoreArgs>();
+CLI::App* recall = corpus->add_subcommand(
+    "recall",
+    "Retrieval quality: BM25 recall@k of the gold documents for the store's own questions");
+recall->add_option("db", recall_args->positionals, "Database file (no DB: the sample)")
+    ->expected(0, 1);
+recall->add_option("-k", recall_args->k, "Documents retrieved per question")
+    ->capture_default_str()
+    ->check(CLI::PositiveNumber);
+recall->callback([recall_args] { run_recall(*recall_args); });
+}  // namespace lazyscope::cli
 
 }  // namespace lazyscope::cli

@@ -14,14 +14,16 @@ std::string words(int n, const std::string& stem = "w") {
 TEST(Chunking, KeepsShortTextsWhole) {
   ChunkOptions options;
   options.max_tokens = 50;
-  EXPECT_EQ(chunk_text("One short sentence.", options), std::vector<std::string>{"One short sentence."});
+  EXPECT_EQ(chunk_text("One short sentence.", options),
+            std::vector<std::string>{"One short sentence."});
   options.max_tokens = 0;
   EXPECT_EQ(chunk_text(words(500), options).size(), 1u);
   EXPECT_EQ(count_words("  a b\tc\n d "), 4u);
 }
 
 TEST(Chunking, SplitsAtSentencesWithinTheLimit) {
-  std::string text = "Alpha beta gamma delta. Epsilon zeta eta theta. Iota kappa lambda mu. Nu xi omicron pi.";
+  std::string text =
+      "Alpha beta gamma delta. Epsilon zeta eta theta. Iota kappa lambda mu. Nu xi omicron pi.";
   ChunkOptions options;
   options.max_tokens = 8;
   auto chunks = chunk_text(text, options);
@@ -68,7 +70,8 @@ TEST(Chunking, OverlapRepeatsTheTailOfThePreviousChunk) {
 
 TEST(Chunking, ChunkCorpusRenamesDocumentsAndRetargetsGoldIds) {
   CorpusData data;
-  data.documents.push_back({0, "long", "Long", words(30) + " The answer is Zephyr. " + words(30, "x"), "", 0});
+  data.documents.push_back(
+      {0, "long", "Long", words(30) + " The answer is Zephyr. " + words(30, "x"), "", 0});
   data.documents.push_back({0, "short", "Short", "Tiny text.", "", 0});
   data.questions.push_back({"q1", "What is it?", {"Zephyr"}, {"long"}, "single"});
   data.questions.push_back({"q2", "Other?", {"nowhere"}, {"long", "short"}, "multi-hop"});

@@ -23,7 +23,8 @@ Result run(const std::string& arguments) {
   FILE* pipe = ::popen(command.c_str(), "r");
   if (!pipe) return result;
   std::array<char, 4096> buffer;
-  while (std::size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe)) result.output.append(buffer.data(), n);
+  while (std::size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe))
+    result.output.append(buffer.data(), n);
   int status = ::pclose(pipe);
   result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
@@ -32,7 +33,8 @@ Result run(const std::string& arguments) {
 TEST(CliCorpus, ImportsTheSampleAndSearchesIt) {
   TempDir dir;
   std::string db = (dir / "sample.db").string();
-  Result imported = run("corpus import " + std::string(LAZYSCOPE_SOURCE_DIR) + "/corpora/sample --format jsonl --out " + db);
+  Result imported = run("corpus import " + std::string(LAZYSCOPE_SOURCE_DIR) +
+                        "/corpora/sample --format jsonl --out " + db);
   ASSERT_EQ(imported.status, 0) << imported.output;
   EXPECT_CONTAINS(imported.output, "questions");
   Result searched = run("corpus search " + db + " \"inventor of the tidal lantern\" -k 3");

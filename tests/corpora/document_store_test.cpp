@@ -23,14 +23,23 @@ Document doc(std::string id, std::string title, std::string text) {
 
 CorpusData small_corpus() {
   CorpusData data;
-  data.documents.push_back(doc("harbour", "Port Quillan",
-                               "A busy harbour city on the gulf, with ships, nets and a long stone mole."));
-  data.documents.push_back(doc("lantern", "Tidal lantern",
-                               "The tidal lantern changes colour with the tide so pilots can read the depth."));
-  data.documents.push_back(doc("forest", "Kessel Forest", "Oak and beech woods where woodcarvers live and work."));
-  data.documents.push_back(doc("mixed", "Notes", "Ships pass the lighthouse; the lantern on it is old."));
-  data.questions.push_back({"q1", "What changes colour with the tide?", {"The tidal lantern"}, {"lantern"}, "single"});
-  data.questions.push_back({"q2", "Where do woodcarvers live near a harbour?", {"Kessel"}, {"forest", "harbour"}, "multi-hop"});
+  data.documents.push_back(
+      doc("harbour", "Port Quillan",
+          "A busy harbour city on the gulf, with ships, nets and a long stone mole."));
+  data.documents.push_back(
+      doc("lantern", "Tidal lantern",
+          "The tidal lantern changes colour with the tide so pilots can read the depth."));
+  data.documents.push_back(
+      doc("forest", "Kessel Forest", "Oak and beech woods where woodcarvers live and work."));
+  data.documents.push_back(
+      doc("mixed", "Notes", "Ships pass the lighthouse; the lantern on it is old."));
+  data.questions.push_back(
+      {"q1", "What changes colour with the tide?", {"The tidal lantern"}, {"lantern"}, "single"});
+  data.questions.push_back({"q2",
+                            "Where do woodcarvers live near a harbour?",
+                            {"Kessel"},
+                            {"forest", "harbour"},
+                            "multi-hop"});
   return data;
 }
 
@@ -41,7 +50,8 @@ std::string file_bytes(const std::filesystem::path& path) {
 
 TEST(DocumentStore, ImportKeepsIdsOrderAndQuestions) {
   TempDir dir;
-  DocumentStore store = DocumentStore::import(dir / "c.db", small_corpus(), {"small", "jsonl", "src.jsonl", "", {}});
+  DocumentStore store =
+      DocumentStore::import(dir / "c.db", small_corpus(), {"small", "jsonl", "src.jsonl", "", {}});
   EXPECT_EQ(store.count(), 4);
   EXPECT_EQ(store.question_count(), 2);
   Document lantern = store.get("lantern");
@@ -133,14 +143,16 @@ TEST(DocumentStore, FailedImportLeavesThePreviousStoreIntact) {
 
   // A duplicate id half-way through the documents.
   CorpusData bad = small_corpus();
-  for (int i = 0; i < 5000; ++i) bad.documents.push_back(doc("extra" + std::to_string(i), "x", "filler words"));
+  for (int i = 0; i < 5000; ++i)
+    bad.documents.push_back(doc("extra" + std::to_string(i), "x", "filler words"));
   bad.documents.push_back(doc("forest", "again", "duplicate"));
   std::string message = error_of([&] { DocumentStore::import(path, bad); });
   EXPECT_NE(message.find("duplicate document id \"forest\""), std::string::npos) << message;
 
   // A progress callback that aborts midway (as a cancelled GUI import would).
   CorpusData big = small_corpus();
-  for (int i = 0; i < 10000; ++i) big.documents.push_back(doc("more" + std::to_string(i), "y", "more filler"));
+  for (int i = 0; i < 10000; ++i)
+    big.documents.push_back(doc("more" + std::to_string(i), "y", "more filler"));
   ImportOptions cancel;
   cancel.progress = [](double fraction, std::string_view) {
     if (fraction > 0.3) throw Error("cancelled");
@@ -150,7 +162,8 @@ TEST(DocumentStore, FailedImportLeavesThePreviousStoreIntact) {
   // A question naming a document that is not there.
   CorpusData dangling = small_corpus();
   dangling.questions.push_back({"q3", "?", {"a"}, {"ghost"}, ""});
-  EXPECT_NE(error_of([&] { DocumentStore::import(path, dangling); }).find("ghost"), std::string::npos);
+  EXPECT_NE(error_of([&] { DocumentStore::import(path, dangling); }).find("ghost"),
+            std::string::npos);
 
   EXPECT_EQ(file_bytes(path), before);
   DocumentStore store = DocumentStore::open(path);
@@ -178,8 +191,10 @@ TEST(DocumentStore, SuccessfulImportReplacesTheStore) {
 
 TEST(DocumentStore, OpenRejectsMissingAndForeignFiles) {
   TempDir dir;
-  EXPECT_NE(error_of([&] { DocumentStore::open(dir / "absent.db"); }).find("absent.db"), std::string::npos);
-  auto junk = dir.write("junk.db", "this is not a database at all, just some text to fill the header........");
+  EXPECT_NE(error_of([&] { DocumentStore::open(dir / "absent.db"); }).find("absent.db"),
+            std::string::npos);
+  auto junk = dir.write("junk.db",
+                        "this is not a database at all, just some text to fill the header........");
   std::string message = error_of([&] { DocumentStore::open(junk); });
   EXPECT_NE(message.find("junk.db"), std::string::npos) << message;
   EXPECT_NE(message.find("not a LazyScope corpus"), std::string::npos) << message;

@@ -58,7 +58,8 @@ TEST(HotpotQA, AcceptsJsonLinesToo) {
 
 TEST(HotpotQA, MalformedRecordNamesFileAndRecord) {
   TempDir dir;
-  auto file = dir.write("bad.json", R"([{"_id":"ok","question":"Q","answer":"a","context":[["T",["s"]]]},
+  auto file =
+      dir.write("bad.json", R"([{"_id":"ok","question":"Q","answer":"a","context":[["T",["s"]]]},
     {"_id":"broken","question":"Q","answer":"a","context":[["T", "not a list"]]}])");
   std::string message = error_of([&] { load_hotpotqa(file); });
   EXPECT_CONTAINS(message, "bad.json");
@@ -68,7 +69,9 @@ TEST(HotpotQA, MalformedRecordNamesFileAndRecord) {
 
 TEST(HotpotQA, SyntaxErrorNamesTheLine) {
   TempDir dir;
-  auto file = dir.write("truncated.json", "[\n {\"_id\": \"a\",\n  \"question\": \"Q\",\n  \"context\": [[\"T\", [\"s\"");
+  auto file =
+      dir.write("truncated.json",
+                "[\n {\"_id\": \"a\",\n  \"question\": \"Q\",\n  \"context\": [[\"T\", [\"s\"");
   std::string message = error_of([&] { load_hotpotqa(file); });
   EXPECT_CONTAINS(message, "truncated.json");
   EXPECT_CONTAINS(message, "line 4");
@@ -106,12 +109,14 @@ TEST(TriviaQA, ReadsEvidenceFilesFromTheEvidenceTree) {
   ASSERT_NE(find_doc(data, "web/7/7_1.txt"), nullptr);
   ASSERT_EQ(data.questions.size(), 1u);
   EXPECT_EQ(data.questions[0].answers, (std::vector<std::string>{"Lune", "River Lune"}));
-  EXPECT_EQ(data.questions[0].doc_ids, (std::vector<std::string>{"wikipedia/Lune_River.txt", "web/7/7_1.txt"}));
+  EXPECT_EQ(data.questions[0].doc_ids,
+            (std::vector<std::string>{"wikipedia/Lune_River.txt", "web/7/7_1.txt"}));
 }
 
 TEST(TriviaQA, MissingEvidenceNamesTheQuestionAndFile) {
   TempDir dir;
-  auto file = dir.write("qa/dev.json", R"({"Data":[{"QuestionId":"tq_9","Question":"Q?","Answer":{"Value":"a"},
+  auto file = dir.write("qa/dev.json",
+                        R"({"Data":[{"QuestionId":"tq_9","Question":"Q?","Answer":{"Value":"a"},
     "EntityPages":[{"Filename":"Missing.txt","Title":"M"}]}]})");
   std::string message = error_of([&] { load_triviaqa(file); });
   EXPECT_CONTAINS(message, "dev.json");
@@ -129,13 +134,16 @@ TEST(TriviaQA, RejectsAFileWithoutData) {
 TEST(NarrativeQA, JoinsQuestionsWithSummariesAndTitles) {
   TempDir dir;
   dir.write("documents.csv",
-            "document_id,set,kind,story_url,story_file_size,wiki_url,wiki_title,story_word_count,story_start,story_end\n"
+            "document_id,set,kind,story_url,story_file_size,wiki_url,wiki_title,story_word_count,"
+            "story_start,story_end\n"
             "d1,train,gutenberg,u,1,w,The Loom of Carrow,100,a,b\n");
-  dir.write("third_party/wikipedia/summaries.csv",
-            "document_id,set,summary,summary_tokenized\n"
-            "d1,train,\"Ada, a weaver, builds a loom.\nShe sells it in \"\"Carrow\"\".\",ada a weaver\n");
+  dir.write(
+      "third_party/wikipedia/summaries.csv",
+      "document_id,set,summary,summary_tokenized\n"
+      "d1,train,\"Ada, a weaver, builds a loom.\nShe sells it in \"\"Carrow\"\".\",ada a weaver\n");
   auto file = dir.write("qaps.csv",
-                        "document_id,set,question,answer1,answer2,question_tokenized,answer1_tokenized,answer2_tokenized\n"
+                        "document_id,set,question,answer1,answer2,question_tokenized,answer1_"
+                        "tokenized,answer2_tokenized\n"
                         "d1,train,Who builds the loom?,Ada,A weaver,who builds,ada,a weaver\r\n"
                         "d1,train,Where is it sold?,Carrow,In Carrow,where,carrow,in carrow\r\n");
   CorpusData data = load_narrativeqa(file);
@@ -162,21 +170,26 @@ TEST(NarrativeQA, WrongFieldCountNamesTheLine) {
 
 TEST(NarrativeQA, UnterminatedQuoteAndMissingSummaryAreErrors) {
   TempDir dir;
-  auto file = dir.write("a/qaps.csv", "document_id,question,answer1,summary\nd1,Q?,a,\"never closed\n");
+  auto file =
+      dir.write("a/qaps.csv", "document_id,question,answer1,summary\nd1,Q?,a,\"never closed\n");
   EXPECT_CONTAINS(error_of([&] { load_narrativeqa(file); }), "line 2: unterminated");
   auto lonely = dir.write("b/qaps.csv", "document_id,question,answer1\nd1,Q?,a\n");
   EXPECT_CONTAINS(error_of([&] { load_narrativeqa(lonely); }), "summaries.csv");
   dir.write("c/summaries.csv", "document_id,summary\nd2,Other.\n");
   auto unknown = dir.write("c/qaps.csv", "document_id,question,answer1\nd1,Q?,a\n");
-  EXPECT_CONTAINS(error_of([&] { load_narrativeqa(unknown); }), "line 2: no summary for document_id d1");
+  EXPECT_CONTAINS(error_of([&] { load_narrativeqa(unknown); }),
+                  "line 2: no summary for document_id d1");
 }
 
 TEST(Jsonl, ReadsDocumentsAndQuestionsFromOneFile) {
   TempDir dir;
   auto file = dir.write("corpus.jsonl",
-                        R"({"id": "a", "title": "A", "text": "Alpha text."})" "\n"
-                        R"({"id": 7, "text": "Seven text."})" "\n"
-                        R"({"question": "What?", "answers": ["Alpha"], "doc_ids": ["a", "7"]})" "\n");
+                        R"({"id": "a", "title": "A", "text": "Alpha text."})"
+                        "\n"
+                        R"({"id": 7, "text": "Seven text."})"
+                        "\n"
+                        R"({"question": "What?", "answers": ["Alpha"], "doc_ids": ["a", "7"]})"
+                        "\n");
   CorpusData data = load_jsonl(file);
   ASSERT_EQ(data.documents.size(), 2u);
   EXPECT_EQ(data.documents[1].id, "7");
@@ -188,8 +201,11 @@ TEST(Jsonl, ReadsDocumentsAndQuestionsFromOneFile) {
 
 TEST(Jsonl, ReadsADirectoryWithPassagesAndQuestions) {
   TempDir dir;
-  dir.write("set/passages.jsonl", R"({"id":"p1","title":"T","text":"x"})" "\n");
-  dir.write("set/questions.jsonl", R"({"id":"q9","question":"Q?","answers":["x"],"doc_ids":["p1"],"kind":"single"})" "\n");
+  dir.write("set/passages.jsonl", R"({"id":"p1","title":"T","text":"x"})"
+                                  "\n");
+  dir.write("set/questions.jsonl",
+            R"({"id":"q9","question":"Q?","answers":["x"],"doc_ids":["p1"],"kind":"single"})"
+            "\n");
   CorpusData data = load_corpus(dir / "set", CorpusFormat::jsonl);
   EXPECT_EQ(data.documents.size(), 1u);
   ASSERT_EQ(data.questions.size(), 1u);
@@ -199,16 +215,29 @@ TEST(Jsonl, ReadsADirectoryWithPassagesAndQuestions) {
 
 TEST(Jsonl, MalformedLinesNameFileAndLine) {
   TempDir dir;
-  auto bad_json = dir.write("bad.jsonl", R"({"id":"a","text":"x"})" "\n" R"({"id":"b","text":)" "\n");
+  auto bad_json = dir.write("bad.jsonl", R"({"id":"a","text":"x"})"
+                                         "\n"
+                                         R"({"id":"b","text":)"
+                                         "\n");
   EXPECT_CONTAINS(error_of([&] { load_jsonl(bad_json); }), "bad.jsonl: line 2: invalid JSON");
-  auto duplicate = dir.write("dup.jsonl", R"({"id":"a","text":"x"})" "\n\n" R"({"id":"a","text":"y"})" "\n");
+  auto duplicate = dir.write("dup.jsonl", R"({"id":"a","text":"x"})"
+                                          "\n\n"
+                                          R"({"id":"a","text":"y"})"
+                                          "\n");
   EXPECT_CONTAINS(error_of([&] { load_jsonl(duplicate); }),
                   "dup.jsonl: line 3: duplicate document id \"a\" (first on line 1)");
-  auto neither = dir.write("neither.jsonl", R"({"name":"a"})" "\n");
-  EXPECT_CONTAINS(error_of([&] { load_jsonl(neither); }), "neither.jsonl: line 1: expected a document");
-  auto unknown = dir.write("unknown.jsonl", R"({"id":"a","text":"x"})" "\n" R"({"question":"Q","answers":["x"],"doc_ids":["zz"]})" "\n");
-  EXPECT_CONTAINS(error_of([&] { load_jsonl(unknown); }), "unknown.jsonl: line 2: question names unknown document id \"zz\"");
-  auto no_answers = dir.write("noans.jsonl", R"({"question":"Q","answers":[]})" "\n");
+  auto neither = dir.write("neither.jsonl", R"({"name":"a"})"
+                                            "\n");
+  EXPECT_CONTAINS(error_of([&] { load_jsonl(neither); }),
+                  "neither.jsonl: line 1: expected a document");
+  auto unknown = dir.write("unknown.jsonl", R"({"id":"a","text":"x"})"
+                                            "\n"
+                                            R"({"question":"Q","answers":["x"],"doc_ids":["zz"]})"
+                                            "\n");
+  EXPECT_CONTAINS(error_of([&] { load_jsonl(unknown); }),
+                  "unknown.jsonl: line 2: question names unknown document id \"zz\"");
+  auto no_answers = dir.write("noans.jsonl", R"({"question":"Q","answers":[]})"
+                                             "\n");
   EXPECT_CONTAINS(error_of([&] { load_jsonl(no_answers); }), "line 1");
   EXPECT_CONTAINS(error_of([&] { load_jsonl(dir / "absent.jsonl"); }), "absent.jsonl");
 }
@@ -221,7 +250,8 @@ TEST(Formats, ParseNamesAndRejectUnknownOnes) {
 
 TEST(Loaders, ReportProgressUpToOne) {
   TempDir dir;
-  auto file = dir.write("c.jsonl", R"({"id":"a","text":"x"})" "\n");
+  auto file = dir.write("c.jsonl", R"({"id":"a","text":"x"})"
+                                   "\n");
   double last = -1;
   LoadOptions options;
   options.progress = [&](double f, std::string_view) {

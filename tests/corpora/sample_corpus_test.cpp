@@ -60,8 +60,10 @@ TEST(SampleCorpus, CachedStoreIsBuiltOnceAndRebuiltWhenTheSampleChanges) {
   TempDir dir;
   // A private copy of the sample and cache, so the test neither reads nor writes the user's.
   std::filesystem::create_directories(dir / "sample");
-  std::filesystem::copy_file(sample_corpus_dir() / "passages.jsonl", dir / "sample" / "passages.jsonl");
-  std::filesystem::copy_file(sample_corpus_dir() / "questions.jsonl", dir / "sample" / "questions.jsonl");
+  std::filesystem::copy_file(sample_corpus_dir() / "passages.jsonl",
+                             dir / "sample" / "passages.jsonl");
+  std::filesystem::copy_file(sample_corpus_dir() / "questions.jsonl",
+                             dir / "sample" / "questions.jsonl");
   std::string old_sample = sample_corpus_dir().string();
   const char* old_cache = std::getenv("XDG_CACHE_HOME");
   std::string saved_cache = old_cache ? old_cache : "";
@@ -77,7 +79,8 @@ TEST(SampleCorpus, CachedStoreIsBuiltOnceAndRebuiltWhenTheSampleChanges) {
   EXPECT_EQ(std::filesystem::last_write_time(db), first_write);  // not rebuilt
 
   std::ofstream(dir / "sample" / "passages.jsonl", std::ios::app)
-      << R"({"id": "extra", "title": "Extra", "text": "An added passage."})" << "\n";
+      << R"({"id": "extra", "title": "Extra", "text": "An added passage."})"
+      << "\n";
   db = default_sample_corpus_db();
   EXPECT_EQ(DocumentStore::open(db).count(), documents + 1);
 
@@ -93,8 +96,10 @@ TEST(SampleCorpus, CachedStoreIsBuiltOnceAndRebuiltWhenTheSampleChanges) {
   EXPECT_GT(recall / double(questions.size()), 0.8);
 
   ::setenv("LAZYSCOPE_SAMPLE_CORPUS_DIR", old_sample.c_str(), 1);
-  if (old_cache) ::setenv("XDG_CACHE_HOME", saved_cache.c_str(), 1);
-  else ::unsetenv("XDG_CACHE_HOME");
+  if (old_cache)
+    ::setenv("XDG_CACHE_HOME", saved_cache.c_str(), 1);
+  else
+    ::unsetenv("XDG_CACHE_HOME");
 }
 
 }  // namespace

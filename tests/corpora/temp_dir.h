@@ -13,8 +13,9 @@ class TempDir {
  public:
   TempDir() {
     static std::atomic<int> counter{0};
-    path_ = std::filesystem::temp_directory_path() /
-            ("lazyscope-corpora-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    path_ =
+        std::filesystem::temp_directory_path() /
+        ("lazyscope-corpora-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }
@@ -50,9 +51,9 @@ std::string error_of(Body&& body) {
 }  // namespace lazyscope::corpora::testing
 
 // Substring check without gmock (the test executables link gtest only).
-#define EXPECT_CONTAINS(haystack, needle)                                              \
-  do {                                                                                  \
-    const std::string haystack_value = (haystack);                                      \
-    EXPECT_NE(haystack_value.find(needle), std::string::npos)                           \
-        << "expected \"" << (needle) << "\" in: \"" << haystack_value << "\"";         \
+#define EXPECT_CONTAINS(haystack, needle)                                      \
+  do {                                                                         \
+    const std::string haystack_value = (haystack);                             \
+    EXPECT_NE(haystack_value.find(needle), std::string::npos)                  \
+        << "expected \"" << (needle) << "\" in: \"" << haystack_value << "\""; \
   } while (0)
