@@ -43,9 +43,11 @@ void write_dump(const std::string& path, const RunResult& r) {
   j["step_logits"] = r.step_logits;
   j["generated_ids"] = r.generated_ids;
   j["generated_text"] = r.generated_text;
+  // Generated text may end inside a UTF-8 sequence: replace broken bytes rather than fail.
+  const std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::ofstream out(path, std::ios::binary);
   if (!out) throw Error(path + ": cannot write the logits dump");
-  out << j.dump();
+  out << text;
   if (!out) throw Error(path + ": write failed");
 }
 
