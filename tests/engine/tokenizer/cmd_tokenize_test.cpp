@@ -54,7 +54,10 @@ TEST_F(TokenizeCommand, DetokenizeAcceptsJsonOrSeparateIds) {
             0);
   EXPECT_EQ(output, text + "\n");
   std::string separate;
-  for (int32_t id : ids) separate += " " + std::to_string(id);
+  for (int32_t id : ids) {
+    separate += ' ';
+    separate += std::to_string(id);
+  }
   ASSERT_EQ(cli("detokenize --model " + shell_quote(dir_.string()) + separate, output, false), 0);
   EXPECT_EQ(output, text + "\n");
 }

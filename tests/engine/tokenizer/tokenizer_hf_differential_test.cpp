@@ -148,7 +148,10 @@ size_t compare_with_hf(const std::filesystem::path& dir, const std::vector<std::
   std::string command = shell_quote(LAZYSCOPE_PYTHON) + " " + shell_quote((dir / "reference.py").string()) +
                         " " + shell_quote((dir / "strings.json").string()) + " " +
                         shell_quote((dir / "ids.json").string());
-  for (const auto& path : paths) command += " " + shell_quote(path.string());
+  for (const auto& path : paths) {
+    command += ' ';
+    command += shell_quote(path.string());
+  }
   std::string output;
   if (run_command(command, output) != 0) {
     ADD_FAILURE() << "reference script failed:\n" << output;
