@@ -222,10 +222,25 @@ CorpusData load_multihop(const fs::path& path, const LoadOptions& options, const
   std::string_view head = trim(text);
   if (head.empty()) fail(path, "", "file is empty");
   if (head.front() == '[') {
-    json all = parse_json(path, text);
-    for (std::size_t i = 0; i < all.size(); ++i) {
-      visit(all[i], "record " + std::to_string(i + 1));
-      if (i % 1000 == 0) report(options, double(i) / double(all.size()), "parsing records");
+    // Records are handled as the parser completes them and then dropped, so a large training
+    // file never exists as one JSON tree in memory.
+    std::size_t index = 0;
+    auto each_record = [&](int depth, json::parse_event_t event, json& parsed) {
+      bool element_done = depth == 1 && (event == json::parse_event_t::object_end ||
+                                         event == json::parse_event_t::array_end ||
+                                         event == json::parse_event_t::value);
+      if (!element_done) return true;
+      visit(parsed, "record " + std::to_string(++index));
+      if (index % 1000 == 0) report(options, 0.5, "parsing records");
+      return false;
+    };
+    try {
+      json emptied = json::parse(text, each_record);  // only the outer array is left
+      (void)emptied;
+    } catch (const json::parse_error& e) {
+      std::size_t byte = e.byte > 0 ? e.byte - 1 : 0;
+      fail(path, "line " + std::to_string(line_of_offset(text, byte)),
+           std::string("invalid JSON (") + e.what() + ")");
     }
   } else {
     for_each_json_line(path, text, options, [&](std::size_t line, const json& record) {
