@@ -9,13 +9,14 @@
 #include "engine/kv/cache_manager.h"
 #include "engine/runtime/session.h"
 #include "engine/runtime/synthetic.h"
+#include "kernels/error.h"
 
 namespace lazyscope::cli {
 namespace {
 
 struct DemoArgs {
   std::string shape = "llama-3.1-8b";
-  std::string kv_budget = "160MiB";
+  std::string kv_budget = "256MiB";
   int documents = 10;
   int requests = 16;
   int docs_per_request = 3;
@@ -80,8 +81,8 @@ void run_demo(const DemoArgs& a) {
   std::printf("workload: %d requests, %d of %d documents each (Zipf %.2f), shuffled orders, 20-token prefix, "
               "16-token query, 8 generated tokens\n\n",
               a.requests, a.docs_per_request, a.documents, a.zipf);
-  std::printf("%-13s %-6s %9s %9s %6s %6s %9s %9s %11s %11s\n", "policy", "mode", "tok-hit%", "doc-hit%", "hits",
-              "misses", "allocated", "evicted", "stored MiB", "copied MiB");
+  std::printf("%-13s %-6s %9s %9s %6s %6s %9s %9s %11s %11s %8s\n", "policy", "mode", "tok-hit%", "doc-hit%", "hits",
+              "misses", "allocated", "evicted", "stored MiB", "copied MiB", "refused");
   const std::pair<Mode, Policy> runs[] = {{Mode::Block, Policy::None}, {Mode::Full, Policy::Prefix},
                                           {Mode::Block, Policy::Positional}, {Mode::Block, Policy::Materialized},
                                           {Mode::Block, Policy::Lazy}};
@@ -90,6 +91,7 @@ void run_demo(const DemoArgs& a) {
     KvCacheManager cache(blocks, a.block_size, bytes_per_block, "demo");
     CacheStats total;
     std::string map;
+    int refused = 0;
     for (std::size_t r = 0; r < w.orders.size(); ++r) {
       PromptLayout layout;
       layout.prefix.assign(20, 7);
@@ -98,8 +100,15 @@ void run_demo(const DemoArgs& a) {
         layout.document_labels.push_back(std::string(1, char('A' + d % 26)));
       }
       layout.query.assign(16, int32_t(9 + r));
-      RequestPlan plan = cache.plan(layout, mode, policy);
-      for (int t = 0; t < 8; ++t) cache.next_decode_step(plan, 5);
+      RequestPlan plan;
+      try {
+        plan = cache.plan(layout, mode, policy);
+        for (int t = 0; t < 8; ++t) cache.next_decode_step(plan, 5);
+      } catch (const Error&) {
+        cache.finish(plan, false);
+        ++refused;  // this policy needs more KV than the budget for this request
+        continue;
+      }
       if (r + 1 == w.orders.size()) {
         // The pool while the last request runs: what it holds and what it copied.
         const auto states = cache.blocks();
@@ -112,11 +121,11 @@ void run_demo(const DemoArgs& a) {
       cache.finish(plan, true);
       total += plan.stats;
     }
-    std::printf("%-13s %-6s %8.1f%% %8.1f%% %6lld %6lld %9lld %9lld %11.1f %11.1f\n", to_string(policy),
+    std::printf("%-13s %-6s %8.1f%% %8.1f%% %6lld %6lld %9lld %9lld %11.1f %11.1f %8d\n", to_string(policy),
                 to_string(mode), 100.0 * total.token_hit_ratio(), 100.0 * total.document_hit_ratio(),
                 (long long)total.document_hits, (long long)(total.documents - total.document_hits),
                 (long long)total.blocks_allocated, (long long)total.blocks_evicted, total.bytes_stored / 1048576.0,
-                total.bytes_copied / 1048576.0);
+                total.bytes_copied / 1048576.0, refused);
     maps.push_back(std::string(to_string(policy)) + " (during the last request):" + map);
   }
   std::printf("\nblock maps: '#' prefix, 'A'.. a document at its encoding position, 'a'.. a rotated copy of it,\n"
