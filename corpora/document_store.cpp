@@ -335,6 +335,15 @@ DocumentStore DocumentStore::import(const fs::path& path, const CorpusData& data
   fs::path target = fs::absolute(path);
   std::error_code ec;
   if (!target.parent_path().empty()) fs::create_directories(target.parent_path(), ec);
+  // Never clobber something that is not a corpus (a session report, a typo'd source file).
+  if (fs::exists(target, ec)) {
+    try {
+      open(target, Mode::read_only);
+    } catch (const Error&) {
+      throw Error(target.string() +
+                  ": exists and is not a LazyScope corpus; refusing to replace it");
+    }
+  }
   fs::path temp = temporary_sibling(target);
   try {
     write_store(temp, target, data, options);

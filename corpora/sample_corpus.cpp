@@ -78,7 +78,8 @@ fs::path default_sample_corpus_db(const ProgressFn& progress) {
       if (DocumentStore::open(db, DocumentStore::Mode::read_only).metadata("source_hash") == hash)
         return db;
     } catch (const Error&) {
-      // Unreadable or old schema: rebuild below.
+      // Unreadable or an old schema: our own cache file, so drop it and rebuild below.
+      fs::remove(db, ec);
     }
   }
   CorpusData data = load_jsonl(dir);

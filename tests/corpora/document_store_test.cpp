@@ -189,6 +189,14 @@ TEST(DocumentStore, SuccessfulImportReplacesTheStore) {
   EXPECT_EQ(DocumentStore::open(path).count(), 1);
 }
 
+TEST(DocumentStore, ImportRefusesToReplaceAFileThatIsNotACorpus) {
+  TempDir dir;
+  auto notes = dir.write("notes.txt", "precious notes");
+  std::string message = error_of([&] { DocumentStore::import(notes, small_corpus()); });
+  EXPECT_NE(message.find("refusing to replace"), std::string::npos) << message;
+  EXPECT_EQ(file_bytes(notes), "precious notes");
+}
+
 TEST(DocumentStore, OpenRejectsMissingAndForeignFiles) {
   TempDir dir;
   EXPECT_NE(error_of([&] { DocumentStore::open(dir / "absent.db"); }).find("absent.db"),

@@ -84,6 +84,10 @@ TEST(SampleCorpus, CachedStoreIsBuiltOnceAndRebuiltWhenTheSampleChanges) {
   db = default_sample_corpus_db();
   EXPECT_EQ(DocumentStore::open(db).count(), documents + 1);
 
+  // A damaged cache file is rebuilt too.
+  std::ofstream(db, std::ios::binary | std::ios::trunc) << "garbage";
+  EXPECT_EQ(DocumentStore::open(default_sample_corpus_db()).count(), documents + 1);
+
   // The BM25 store answers the sample's own questions: most gold passages rank in the top 5.
   DocumentStore store = DocumentStore::open(db, DocumentStore::Mode::read_only);
   double recall = 0;
