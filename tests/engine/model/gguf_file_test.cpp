@@ -146,6 +146,10 @@ TEST_F(GgufFileTest, ValidHandWrittenFileOpens) {
   ASSERT_EQ(file.tensors().size(), 2u);
   EXPECT_EQ(file.tensors()[1].offset, 32u);
   EXPECT_EQ(file.dequantize(file.tensors()[1]).size(), 8u);
+  // Version 2 has the same layout (64-bit counts) and is accepted too.
+  GgufBytes v2 = valid();
+  v2.bytes()[4] = 2;
+  EXPECT_EQ(GgufFile::open(write(v2.bytes(), "v2.gguf")).version(), 2u);
 }
 
 TEST_F(GgufFileTest, HonoursGeneralAlignment) {
