@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 
 #include "engine/model/dequantize.h"
 #include "engine/model/gguf_file.h"
@@ -15,23 +16,30 @@ using testing_gguf::shell_quoted;
 
 class GgufDequantize : public ::testing::TestWithParam<const char*> {
  protected:
+  // ctest runs each case in its own process: the fixture file is shared between them, keyed by
+  // the writer script's contents and published by an atomic rename.
   static void SetUpTestSuite() {
-    dir_ = new std::filesystem::path(testing_gguf::scratch_dir("quants"));
-    ok_ = testing_gguf::run_fixture("quants " + shell_quoted(*dir_ / "quants.gguf"));
+    const std::string script = testing_gguf::read_text(
+        std::filesystem::path(LAZYSCOPE_SOURCE_DIR) / "tests/engine/model/gguf_fixtures.py");
+    path_ = new std::filesystem::path(std::filesystem::temp_directory_path() /
+                                      ("lazyscope-gguf-quants-" +
+                                       std::to_string(std::hash<std::string>{}(script)) + ".gguf"));
+    if (std::filesystem::exists(*path_)) return;
+    const auto dir = testing_gguf::scratch_dir("quants");
+    if (testing_gguf::run_fixture("quants " + shell_quoted(dir / "quants.gguf"))) {
+      std::error_code ec;
+      std::filesystem::rename(dir / "quants.gguf", *path_, ec);
+    }
+    std::filesystem::remove_all(dir);
   }
-  static void TearDownTestSuite() {
-    std::filesystem::remove_all(*dir_);
-    delete dir_;
-  }
-  static std::filesystem::path* dir_;
-  static bool ok_;
+  static void TearDownTestSuite() { delete path_; }
+  static std::filesystem::path* path_;
 };
-std::filesystem::path* GgufDequantize::dir_ = nullptr;
-bool GgufDequantize::ok_ = false;
+std::filesystem::path* GgufDequantize::path_ = nullptr;
 
 TEST_P(GgufDequantize, MatchesGgufPythonReference) {
-  ASSERT_TRUE(ok_) << "the Python fixture writer failed";
-  const GgufFile file = GgufFile::open(*dir_ / "quants.gguf");
+  ASSERT_TRUE(std::filesystem::exists(*path_)) << "the Python fixture writer failed";
+  const GgufFile file = GgufFile::open(*path_);
   const std::string type = GetParam();
   const GgufTensorInfo* quantized = file.find_tensor("q." + type);
   const GgufTensorInfo* reference = file.find_tensor("ref." + type);
