@@ -205,12 +205,38 @@ TEST(TokenizerVersusHfTokenizers, EncodesExactlyTheSameIds) {
 // Rebuilds SmolLM2's tokenizer.json (49152 tokens, Digits + ByteLevel pre-tokenizer) from the
 // GGUF that scripts/install_default_model.sh installs.
 constexpr const char* kGgufToTokenizerJson = R"PY(
-import json, sys
-from gguf import GGUFReader
-reader = GGUFReader(sys.argv[1])
-tokens = reader.fields["tokenizer.ggml.tokens"].contents()
-merges = reader.fields["tokenizer.ggml.merges"].contents()
-types = reader.fields["tokenizer.ggml.token_type"].contents()
+import json, struct, sys
+# Reads only GGUF's metadata section (gguf.GGUFReader would also map every tensor, which is slow).
+SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+data = open(sys.argv[1], "rb").read()
+pos = 0
+def take(fmt):
+    global pos
+    value = struct.unpack_from(fmt, data, pos)
+    pos += struct.calcsize(fmt)
+    return value[0]
+def string():
+    global pos
+    length = take("<Q")
+    pos += length
+    return data[pos - length:pos].decode("utf-8")
+def value(kind):
+    if kind == 8:
+        return string()
+    if kind == 9:
+        element, count = take("<I"), take("<Q")
+        return [value(element) for _ in range(count)]
+    return take(SCALARS[kind])
+assert data[:4] == b"GGUF"
+pos = 8
+tensor_count, kv_count = take("<Q"), take("<Q")
+fields = {}
+for _ in range(kv_count):
+    key = string()
+    fields[key] = value(take("<I"))
+tokens = fields["tokenizer.ggml.tokens"]
+merges = fields["tokenizer.ggml.merges"]
+types = fields["tokenizer.ggml.token_type"]
 added = [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
           "normalized": False, "special": True} for i, (t, k) in enumerate(zip(tokens, types)) if k == 3]
 config = {
