@@ -30,9 +30,9 @@ struct SearchOptions {
   int snippet_words = 16;  // approximate snippet length
 };
 
-// Not thread-safe to share without care: every method locks an internal mutex, so one store
-// can be used from several threads, but calls are serialised; open the same file twice for
-// concurrent readers. Move-only.
+// Thread-safe: every method locks an internal mutex, so one store may be shared between
+// threads with calls serialised; open the same file again for truly concurrent readers.
+// Move-only.
 class DocumentStore {
  public:
   enum class Mode { read_write, read_only };
@@ -53,7 +53,9 @@ class DocumentStore {
 
   // BM25 top-k over title and text (title weighted 2x; Porter-stemmed, case- and
   // diacritic-insensitive). The query is free text: words are matched with OR, punctuation
-  // and FTS5 operators are ignored. Returns fewer than k hits when fewer documents match.
+  // and FTS5 operators are ignored, English function words and words present in over half
+  // of the documents are dropped while rarer words remain. Returns fewer than k hits when
+  // fewer documents match.
   std::vector<SearchHit> search(std::string_view query, int k = 5) const;
   std::vector<SearchHit> search(std::string_view query, const SearchOptions& options) const;
 
