@@ -27,7 +27,7 @@ for backend in cpu cuda; do
   tol=2e-3
   [ $backend = cuda ] && tol=1e-1
   echo "-- backend $backend (tolerance $tol)"
-  python3 scripts/reference/hf_check.py compare /tmp/hf-ref.json /tmp/ls-dump-$backend.json --tol $tol 2>&1 | tail -3
+  python3 scripts/reference/hf_check.py compare /tmp/hf-ref.json /tmp/ls-dump-$backend.json --tol $tol 2>&1 | tail -4
 done
 if [ -n "$gguf" ] && [ -f "$gguf" ]; then
   echo "== SmolLM2-135M-Instruct GGUF vs transformers (fp32, same dequantized weights)"
