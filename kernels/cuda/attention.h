@@ -42,6 +42,10 @@ struct AttentionPlan {
   std::vector<int32_t> seq_tile_offsets{0};   // [batch + 1]
   std::vector<int32_t> seq_total_keys;        // [batch]
   int max_entries = 0;                        // longest table in entries
+  // Lazy prefill: each sequence's distinct shifts, and each tile's index into them.
+  std::vector<int32_t> distinct_shifts;
+  std::vector<int32_t> seq_shift_offsets{0};  // [batch + 1]
+  std::vector<int32_t> tile_shift_index;      // parallel to tiles, sequence-local
 };
 
 // Appends one sequence given as (block, shift, valid) entries (key_start is filled in); throws
@@ -93,6 +97,12 @@ struct PrefillParams {
   int block_size = 0;
   const float* inv_freq = nullptr;
   bool lazy = false;
+  // Lazy: the query rotated once per distinct shift by a pre-pass into q_rotated
+  // [num_shifts][n][num_heads * head_dim]; tiles pick theirs through tile_shift_index.
+  const int32_t* shifts = nullptr;            // [num_shifts], device
+  const int32_t* tile_shift_index = nullptr;  // [num_tiles], device
+  int num_shifts = 0;
+  bf16_bits* q_rotated = nullptr;             // workspace, lazy_query_workspace_elements()
   bf16_bits* out = nullptr;              // [n, num_heads, head_dim]
   int rows_per_warp = 32;                // 32 (default) or 16: rows of the MMA tile per warp
   int num_splits = 1;
@@ -100,6 +110,9 @@ struct PrefillParams {
   float* partial_ml = nullptr;
 };
 
+inline std::size_t lazy_query_workspace_elements(int n, int num_heads, int head_dim, int num_shifts) {
+  return std::size_t(n) * num_heads * head_dim * num_shifts;
+}
 int prefill_num_splits(int n, int num_heads, int num_kv_heads, int num_tiles, int sm_count);
 void prefill_attention(const PrefillParams& p, cudaStream_t stream);
 

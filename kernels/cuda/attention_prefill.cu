@@ -94,6 +94,19 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
     }
   };
 
+  // Stages the CTA's query rows (bf16, rotated) into q_s with cp.async (caller commits).
+  auto stage_q = [&](const bf16_bits* q, int64_t row_stride) {
+    constexpr int kChunks = D / 8;
+    for (int idx = threadIdx.x; idx < kRows * kChunks; idx += blockDim.x) {
+      const int r = idx / kChunks, dim = (idx % kChunks) * 8;
+      const int row = row0 + r;
+      const bool valid = row < rows_total;
+      const int token = valid ? row / group_size : 0;
+      const int head = kv_head * group_size + (valid ? row % group_size : 0);
+      cp_async16(q_s + r * kLd + dim, q + token * row_stride + head * D + dim, valid ? 16 : 0);
+    }
+  };
+
   float o[MT][D / 8][4];
   float row_max[MT][2], row_sum[MT][2];
 #pragma unroll
@@ -106,21 +119,10 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
   const float score_scale = rsqrtf(float(D)) * kLog2e;
 
   if (tile_begin < tile_end) {
-    if constexpr (!LAZY) {
-      // Plain: the query was rotated at write time; stage it once.
-      constexpr int kChunks = D / 8;
-      for (int idx = threadIdx.x; idx < kRows * kChunks; idx += blockDim.x) {
-        const int r = idx / kChunks, dim = (idx % kChunks) * 8;
-        const int row = row0 + r;
-        const bool valid = row < rows_total;
-        const int token = valid ? row / group_size : 0;
-        const int head = kv_head * group_size + (valid ? row % group_size : 0);
-        cp_async16(q_s + r * kLd + dim, p.q + token * p.q_row_stride + head * D + dim, valid ? 16 : 0);
-      }
-    }
+    if constexpr (!LAZY) stage_q(p.q, p.q_row_stride);  // plain: rotated at write time, staged once
     load_tile(tile_begin, 0);
     cp_async_commit();
-    int current_shift = INT_MIN;
+    int current_run = -1;
     for (int ti = tile_begin; ti < tile_end; ++ti) {
       const int stage = (ti - tile_begin) & 1;
       if (ti + 1 < tile_end) {
@@ -131,48 +133,13 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
         cp_async_wait<0>();
       }
       if constexpr (LAZY) {
-        const int shift = p.tiles[ti].shift;
-        if (shift != current_shift) {
-          // A new shift run: rotate the raw query of every row by (m − δ) once. Work items are
-          // (token, 8-dim chunk of the first half): one sincos per (token, pair) serves the
-          // token's whole GQA group; 16-byte loads from the (L2-resident) raw query.
-          current_shift = shift;
-          constexpr int kHalf = D / 2, kChunks = kHalf / 8;
-          const int tokens = kRows / group_size;
-          for (int idx = threadIdx.x; idx < tokens * kChunks; idx += blockDim.x) {
-            const int local_token = idx / kChunks, dim = (idx % kChunks) * 8;
-            const int token = row0 / group_size + local_token;
-            float c[8], s[8];
-            const bool valid = token < p.n;
-            if (valid) {
-              const long long angle_pos = static_cast<long long>(p.q_positions[token]) - shift;
-#pragma unroll
-              for (int j = 0; j < 8; ++j) rope_cos_sin(angle_pos, p.inv_freq[dim + j], &c[j], &s[j]);
-            }
-            for (int g = 0; g < group_size; ++g) {
-              const int r = local_token * group_size + g;
-              uint4 lo_raw = make_uint4(0, 0, 0, 0), hi_raw = make_uint4(0, 0, 0, 0);
-              if (valid) {
-                const bf16_bits* q_row = p.q + token * p.q_row_stride + (kv_head * group_size + g) * D;
-                lo_raw = *reinterpret_cast<const uint4*>(q_row + dim);
-                hi_raw = *reinterpret_cast<const uint4*>(q_row + dim + kHalf);
-              }
-              float a[8], b[8];
-              unpack8(lo_raw, a);
-              unpack8(hi_raw, b);
-              uint4 lo_out, hi_out;
-              uint32_t* lo_words = reinterpret_cast<uint32_t*>(&lo_out);
-              uint32_t* hi_words = reinterpret_cast<uint32_t*>(&hi_out);
-#pragma unroll
-              for (int j = 0; j < 4; ++j) {
-                const int x = 2 * j, y = 2 * j + 1;
-                lo_words[j] = pack_bf16x2(a[x] * c[x] - b[x] * s[x], a[y] * c[y] - b[y] * s[y]);
-                hi_words[j] = pack_bf16x2(b[x] * c[x] + a[x] * s[x], b[y] * c[y] + a[y] * s[y]);
-              }
-              *reinterpret_cast<uint4*>(q_s + r * kLd + dim) = lo_out;
-              *reinterpret_cast<uint4*>(q_s + r * kLd + dim + kHalf) = hi_out;
-            }
-          }
+        const int run = p.tile_shift_index[ti];
+        if (run != current_run) {
+          // A new shift: stage this shift's pre-rotated query tile (rotated once by (m − δ)).
+          current_run = run;
+          stage_q(p.q_rotated + int64_t(run) * p.n * p.num_heads * D, int64_t(p.num_heads) * D);
+          cp_async_commit();
+          cp_async_wait<0>();
         }
       }
       __syncthreads();
@@ -307,6 +274,26 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
   }
 }
 
+// Lazy pre-pass: q_rotated[s][t] = R(m_t − δ_s) q_t for every distinct shift; one CTA per
+// (token, shift) computes the D/2 angles once for all heads.
+__global__ void rotate_queries_kernel(PrefillParams p) {
+  extern __shared__ float trig[];  // [half] cos, [half] sin
+  const int token = blockIdx.x, run = blockIdx.y;
+  const int D = p.head_dim, half = D / 2;
+  const long long position = static_cast<long long>(p.q_positions[token]) - p.shifts[run];
+  for (int i = threadIdx.x; i < half; i += blockDim.x) rope_cos_sin(position, p.inv_freq[i], &trig[i], &trig[half + i]);
+  __syncthreads();
+  const __nv_bfloat16* q = reinterpret_cast<const __nv_bfloat16*>(p.q) + token * p.q_row_stride;
+  __nv_bfloat16* out = reinterpret_cast<__nv_bfloat16*>(p.q_rotated) + (int64_t(run) * p.n + token) * p.num_heads * D;
+  for (int idx = threadIdx.x; idx < p.num_heads * half; idx += blockDim.x) {
+    const int head = idx / half, i = idx % half;
+    const float a = __bfloat162float(q[head * D + i]), b = __bfloat162float(q[head * D + i + half]);
+    const float c = trig[i], s = trig[half + i];
+    out[head * D + i] = __float2bfloat16(a * c - b * s);
+    out[head * D + i + half] = __float2bfloat16(b * c + a * s);
+  }
+}
+
 template <int D, int MT, bool LAZY>
 void launch_prefill(const PrefillParams& p, cudaStream_t stream) {
   constexpr int kSmem = smem_bytes<D, MT>();
@@ -359,6 +346,13 @@ void prefill_attention(const PrefillParams& p, cudaStream_t stream) {
   }
   if (p.num_splits > 1 && (p.partial_o == nullptr || p.partial_ml == nullptr)) {
     throw Error("cuda prefill attention: split workspace missing");
+  }
+  if (p.lazy) {
+    if (p.q_rotated == nullptr || p.shifts == nullptr || p.tile_shift_index == nullptr || p.num_shifts < 1) {
+      throw Error("cuda prefill attention: lazy call without shifts or rotated-query workspace");
+    }
+    rotate_queries_kernel<<<dim3(p.n, p.num_shifts), 256, p.head_dim * sizeof(float), stream>>>(p);
+    LAZYSCOPE_CUDA_LAUNCH_CHECK();
   }
   if (p.head_dim == 128) {
     dispatch_prefill<128>(p, stream);

@@ -224,6 +224,13 @@ void CudaBackend::forward(const ForwardStep& step, std::vector<float>* logits) {
   const std::size_t tiles_at = append_aligned(host_meta_, plan.tiles.data(), plan.tiles.size());
   const std::size_t offsets_at =
       append_aligned(host_meta_, plan.seq_entry_offsets.data(), plan.seq_entry_offsets.size());
+  const std::size_t shifts_at = append_aligned(host_meta_, plan.distinct_shifts.data(), plan.distinct_shifts.size());
+  const std::size_t tile_shift_at =
+      append_aligned(host_meta_, plan.tile_shift_index.data(), plan.tile_shift_index.size());
+  const int num_shifts = int(plan.distinct_shifts.size());
+  if (!decode && step.lazy_rotation) {
+    q_rotated_.reserve(lazy_query_workspace_elements(n, shape_.num_heads, shape_.head_dim, num_shifts) * 2);
+  }
   step_meta_.reserve(host_meta_.size());
   LAZYSCOPE_CUDA_CHECK(
       cudaMemcpyAsync(step_meta_.as<void>(), host_meta_.data(), host_meta_.size(), cudaMemcpyHostToDevice, stream_));
@@ -234,6 +241,8 @@ void CudaBackend::forward(const ForwardStep& step, std::vector<float>* logits) {
   const KvEntry* d_entries = reinterpret_cast<const KvEntry*>(meta + entries_at);
   const KvTile* d_tiles = reinterpret_cast<const KvTile*>(meta + tiles_at);
   const int32_t* d_offsets = reinterpret_cast<const int32_t*>(meta + offsets_at);
+  const int32_t* d_shifts = reinterpret_cast<const int32_t*>(meta + shifts_at);
+  const int32_t* d_tile_shift = reinterpret_cast<const int32_t*>(meta + tile_shift_at);
 
   float* x = x_.as<float>();
   bf16_bits* h = h_.as<bf16_bits>();
@@ -304,6 +313,10 @@ void CudaBackend::forward(const ForwardStep& step, std::vector<float>* logits) {
       ap.block_size = block_size_;
       ap.inv_freq = inv_freq_.as<float>();
       ap.lazy = step.lazy_rotation;
+      ap.shifts = d_shifts;
+      ap.tile_shift_index = d_tile_shift;
+      ap.num_shifts = num_shifts;
+      ap.q_rotated = step.lazy_rotation ? q_rotated_.as<bf16_bits>() : nullptr;
       ap.out = attn;
       ap.num_splits = splits;
       ap.partial_o = partial_o_.as<float>();

@@ -56,7 +56,7 @@ class CudaBackend final : public Backend {
   // Per-step workspace, grown to the largest step seen.
   int capacity_tokens_ = 0;
   DeviceBuffer x_, h_, qkv_, attn_, gate_up_, act_, logits_;
-  DeviceBuffer partial_o_, partial_ml_;
+  DeviceBuffer partial_o_, partial_ml_, q_rotated_;
   std::size_t partial_rows_splits_ = 0;
   DeviceBuffer step_meta_;
   DeviceBuffer copies_;
