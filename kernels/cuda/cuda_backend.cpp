@@ -180,6 +180,11 @@ void CudaBackend::ensure_workspace(int n, int rows_splits) {
 // out[m, n] = x[m, k] @ w[n, k]^T (HF layout), through cuBLAS with fp32 accumulation.
 void CudaBackend::gemm(const bf16_bits* x, const bf16_bits* w, int m, int n, int k, void* out, bool out_fp32,
                        bool accumulate) {
+  if (m == 1 && k % 8 == 0) {
+    // One token: a bandwidth-bound GEMV beats cuBLAS's choice on the narrower projections.
+    gemv_bf16(x, w, n, k, out, out_fp32, accumulate, stream_);
+    return;
+  }
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   LAZYSCOPE_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, w, CUDA_R_16BF, k, x,
                                       CUDA_R_16BF, k, &beta, out, out_fp32 ? CUDA_R_32F : CUDA_R_16BF, n,

@@ -1,7 +1,10 @@
 // Embedding, RMSNorm, SwiGLU, random init and small utilities on the GPU.
 #include <cuda_bf16.h>
 
+#include <string>
+
 #include "kernels/cuda/check.h"
+#include "kernels/error.h"
 #include "kernels/cuda/ops.h"
 
 namespace lazyscope::cuda {
@@ -108,6 +111,79 @@ __global__ void argmax_kernel(const float* x, int n, int32_t* out) {
   }
 }
 
+// Each warp owns kGemvRows rows; lanes stream 16-byte pieces of the rows (four in flight) and of x.
+constexpr int kGemvRows = 2, kGemvWarps = 8;
+
+__global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const __nv_bfloat16* x, const __nv_bfloat16* w,
+                                                                int rows, int cols, void* out, bool out_fp32,
+                                                                bool accumulate) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int row0 = (blockIdx.x * kGemvWarps + warp) * kGemvRows;
+  if (row0 >= rows) return;
+  float sum[kGemvRows] = {};
+  const uint4* x_vec = reinterpret_cast<const uint4*>(x);
+  const int pieces = cols / 8;
+  int piece = lane;
+  for (; piece + 96 < pieces; piece += 128) {
+    uint4 xv[4], wv[kGemvRows][4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      xv[u] = __ldg(x_vec + piece + 32 * u);
+#pragma unroll
+      for (int r = 0; r < kGemvRows; ++r) {
+        const int row = min(row0 + r, rows - 1);
+        wv[r][u] = __ldcs(reinterpret_cast<const uint4*>(w + int64_t(row) * cols) + piece + 32 * u);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const __nv_bfloat162* xp = reinterpret_cast<const __nv_bfloat162*>(&xv[u]);
+#pragma unroll
+      for (int r = 0; r < kGemvRows; ++r) {
+        const __nv_bfloat162* wp = reinterpret_cast<const __nv_bfloat162*>(&wv[r][u]);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const float2 a = __bfloat1622float2(xp[j]), b = __bfloat1622float2(wp[j]);
+          sum[r] = fmaf(a.x, b.x, fmaf(a.y, b.y, sum[r]));
+        }
+      }
+    }
+  }
+  for (; piece < pieces; piece += 32) {
+    const uint4 xv = __ldg(x_vec + piece);
+    const __nv_bfloat162* xp = reinterpret_cast<const __nv_bfloat162*>(&xv);
+#pragma unroll
+    for (int r = 0; r < kGemvRows; ++r) {
+      const int row = min(row0 + r, rows - 1);
+      const uint4 wv = __ldcs(reinterpret_cast<const uint4*>(w + int64_t(row) * cols) + piece);
+      const __nv_bfloat162* wp = reinterpret_cast<const __nv_bfloat162*>(&wv);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float2 a = __bfloat1622float2(xp[j]), b = __bfloat1622float2(wp[j]);
+        sum[r] = fmaf(a.x, b.x, fmaf(a.y, b.y, sum[r]));
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kGemvRows; ++r) {
+    for (int offset = 16; offset > 0; offset /= 2) sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], offset);
+  }
+  if (lane == 0) {
+#pragma unroll
+    for (int r = 0; r < kGemvRows; ++r) {
+      const int row = row0 + r;
+      if (row >= rows) break;
+      if (out_fp32) {
+        float* o = static_cast<float*>(out);
+        o[row] = accumulate ? o[row] + sum[r] : sum[r];
+      } else {
+        __nv_bfloat16* o = static_cast<__nv_bfloat16*>(out);
+        o[row] = __float2bfloat16(accumulate ? __bfloat162float(o[row]) + sum[r] : sum[r]);
+      }
+    }
+  }
+}
+
 int grid_for(int64_t count) {
   const int64_t blocks = (count + 255) / 256;
   return int(blocks < 8192 ? (blocks > 0 ? blocks : 1) : 8192);
@@ -143,6 +219,16 @@ void fill_float(float* out, int64_t count, float value, cudaStream_t stream) {
 
 void convert_to_bf16(const float* in, int64_t count, bf16_bits* out, cudaStream_t stream) {
   convert_kernel<<<grid_for(count), 256, 0, stream>>>(in, count, reinterpret_cast<__nv_bfloat16*>(out));
+  LAZYSCOPE_CUDA_LAUNCH_CHECK();
+}
+
+void gemv_bf16(const bf16_bits* x, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32, bool accumulate,
+               cudaStream_t stream) {
+  if (cols % 8 != 0) throw Error("cuda gemv: cols " + std::to_string(cols) + " is not a multiple of 8");
+  const int rows_per_block = kGemvRows * kGemvWarps;
+  gemv_kernel<<<(rows + rows_per_block - 1) / rows_per_block, kGemvWarps * 32, 0, stream>>>(
+      reinterpret_cast<const __nv_bfloat16*>(x), reinterpret_cast<const __nv_bfloat16*>(w), rows, cols, out, out_fp32,
+      accumulate);
   LAZYSCOPE_CUDA_LAUNCH_CHECK();
 }
 

@@ -21,6 +21,10 @@ void fill_random_bf16(bf16_bits* out, int64_t count, uint64_t seed, float scale,
 void fill_float(float* out, int64_t count, float value, cudaStream_t stream);
 // fp32 → bf16 on the device (weights upload).
 void convert_to_bf16(const float* in, int64_t count, bf16_bits* out, cudaStream_t stream);
+// One-token GEMM (GEMV): out[rows] (+)= w[rows, cols] @ x[cols], bf16 weights and input, fp32
+// accumulation; out is fp32 (accumulate adds to it) or bf16. cols must be a multiple of 8.
+void gemv_bf16(const bf16_bits* x, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32, bool accumulate,
+               cudaStream_t stream);
 // Index of the largest value (first on ties), written to *out.
 void argmax(const float* x, int n, int32_t* out, cudaStream_t stream);
 

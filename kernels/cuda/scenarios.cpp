@@ -157,7 +157,7 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
   return result;
 }
 
-double measure_gemv_gbs(int rows, int cols) {
+double measure_gemv_gbs(int rows, int cols, bool custom) {
   cublasHandle_t handle;
   LAZYSCOPE_CUBLAS_CHECK(cublasCreate(&handle));
   const std::size_t weight_bytes = std::size_t(rows) * cols * 2;
@@ -167,6 +167,11 @@ double measure_gemv_gbs(int rows, int cols) {
   fill_random_bf16(x.as<bf16_bits>(), cols, 4, 1.0f, nullptr);
   const float alpha = 1.0f, beta = 0.0f;
   auto call = [&](int i) {
+    if (custom) {
+      gemv_bf16(x.as<bf16_bits>(), w.as<bf16_bits>() + std::size_t(i % copies) * rows * cols, rows, cols,
+                out.as<float>(), true, false, nullptr);
+      return;
+    }
     LAZYSCOPE_CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, rows, 1, cols, &alpha,
                                         w.as<bf16_bits>() + std::size_t(i % copies) * rows * cols, CUDA_R_16BF, cols,
                                         x.as<bf16_bits>(), CUDA_R_16BF, cols, &beta, out.as<float>(), CUDA_R_32F, rows,

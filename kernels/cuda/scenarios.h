@@ -19,9 +19,9 @@ struct DecodeThroughput {
   double decode_ms_per_token_no_readback = 0;  // want_logits off, synchronised each step
 };
 
-// Achieved GB/s of the cuBLAS bf16 GEMM the backend uses, at one token (GEMV): out = x @ w^T
-// with w [rows, cols]; median of repeated calls over a weight larger than L2.
-double measure_gemv_gbs(int rows, int cols);
+// Achieved GB/s of a one-token bf16 GEMM (GEMV) out = x @ w^T, w [rows, cols], through cuBLAS or
+// our gemv_bf16 (custom); median of repeated calls over weights larger than L2.
+double measure_gemv_gbs(int rows, int cols, bool custom);
 DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, int decode_steps);
 
 // Time to first token (logits of the last prompt token) of docs × doc_tokens cached documents plus
