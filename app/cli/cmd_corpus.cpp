@@ -175,6 +175,25 @@ void run_questions(const StoreArgs& args) {
     std::printf("... %zu more (use --limit 0 for all)\n", questions.size() - shown);
 }
 
+void run_show(const StoreArgs& args) {
+  std::string db = args.db;
+  std::string id;
+  if (args.positionals.size() == 2) {
+    db = args.positionals[0];
+    id = args.positionals[1];
+  } else if (args.positionals.size() == 1) {
+    id = args.positionals[0];
+  } else {
+    throw Error("corpus show: expected [DB] ID");
+  }
+  DocumentStore store = DocumentStore::open(resolve_db(db), DocumentStore::Mode::read_only);
+  corpora::Document doc = store.get(id);
+  std::printf("id          %s (rowid %lld)\n", doc.id.c_str(), (long long)doc.rowid);
+  std::printf("title       %s\n", doc.title.c_str());
+  if (!doc.parent_id.empty()) std::printf("chunk of    %s\n", doc.parent_id.c_str());
+  std::printf("popularity  %lld\n\n%s\n", (long long)doc.popularity, doc.text.c_str());
+}
+
 // Retrieval quality of BM25 on the store's own questions: recall of gold documents in the top k.
 void run_recall(const StoreArgs& args) {
   if (args.positionals.size() > 1) throw Error("corpus recall: expected at most one DB argument");
@@ -222,79 +241,87 @@ void add_corpus_command(CLI::App& app) {
   corpus->require_subcommand(1);
 
   auto import_args = std::make_shared<ImportArgs>();
-  CLI::App* import = corpus->add_subcommand("import",
-                                            "Import a dataset into a document store (one SQLite "
-                                            "file; replaced only if the import succeeds)");
-  import
+  CLI::App* import_command =
+      corpus->add_subcommand("import",
+                             "Import a dataset into a document store (one SQLite "
+                             "file; replaced only if the import succeeds)");
+  import_command
       ->add_option(
           "file", import_args->file,
           "Dataset file (or, for jsonl, a directory with passages.jsonl + questions.jsonl)")
       ->required();
-  import
+  import_command
       ->add_option("--format,-f", import_args->format,
                    "hotpotqa, 2wiki, triviaqa, narrativeqa or jsonl")
       ->check(CLI::IsMember({"hotpotqa", "2wiki", "triviaqa", "narrativeqa", "jsonl"}))
       ->capture_default_str();
-  import->add_option("--out,-o", import_args->out, "Output database file, e.g. corpus.db")
+  import_command->add_option("--out,-o", import_args->out, "Output database file, e.g. corpus.db")
       ->required();
-  import
+  import_command
       ->add_option("--chunk-tokens", import_args->chunk_tokens,
                    "Split documents longer than N words into passages of at most N (0: keep whole)")
       ->capture_default_str();
-  import
+  import_command
       ->add_option("--chunk-overlap", import_args->chunk_overlap,
                    "Words repeated between consecutive chunks")
       ->capture_default_str();
-  import->add_option("--questions", import_args->questions, "jsonl: a separate questions file");
-  import->add_option(
+  import_command->add_option("--questions", import_args->questions,
+                             "jsonl: a separate questions file");
+  import_command->add_option(
       "--evidence-dir", import_args->evidence_dir,
       "triviaqa: the evidence folder holding wikipedia/ and web/ (default: ../evidence)");
-  import->add_option("--summaries", import_args->summaries,
-                     "narrativeqa: summaries.csv (default: beside the questions CSV or in "
-                     "third_party/wikipedia/)");
-  import->add_option("--name", import_args->name,
-                     "Corpus name shown in stats (default: the output file name)");
-  import->callback([import_args] { run_import(*import_args);
-});
+  import_command->add_option("--summaries", import_args->summaries,
+                             "narrativeqa: summaries.csv (default: beside the questions CSV or in "
+                             "third_party/wikipedia/)");
+  import_command->add_option("--name", import_args->name,
+                             "Corpus name shown in stats (default: the output file name)");
+  import_command->callback([import_args] { run_import(*import_args); });
 
-auto search_args = std::make_shared<StoreArgs>();
-CLI::App* search = corpus->add_subcommand(
-    "search", "BM25 top-k search: corpus search [DB] \"query\" (no DB: the bundled sample corpus)");
-search->add_option("db_and_query", search_args->positionals, "[DB] QUERY")
-    ->required()
-    ->expected(1, 2);
-search->add_option("-k", search_args->k, "Number of results")
-    ->capture_default_str()
-    ->check(CLI::PositiveNumber);
-search->add_option("--db", search_args->db, "Database file (alternative to the positional DB)");
-search->callback([search_args] { run_search(*search_args); });
+  auto search_args = std::make_shared<StoreArgs>();
+  CLI::App* search = corpus->add_subcommand(
+      "search",
+      "BM25 top-k search: corpus search [DB] \"query\" (no DB: the bundled sample corpus)");
+  search->add_option("db_and_query", search_args->positionals, "[DB] QUERY")
+      ->required()
+      ->expected(1, 2);
+  search->add_option("-k", search_args->k, "Number of results")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  search->add_option("--db", search_args->db, "Database file (alternative to the positional DB)");
+  search->callback([search_args] { run_search(*search_args); });
 
-auto stats_args = std::make_shared<StoreArgs>();
-CLI::App* stats = corpus->add_subcommand(
-    "stats", "Documents, words and questions of a store (no DB: the sample)");
-stats->add_option("db", stats_args->positionals, "Database file")->expected(0, 1);
-stats->callback([stats_args] { run_stats(*stats_args); });
+  auto stats_args = std::make_shared<StoreArgs>();
+  CLI::App* stats = corpus->add_subcommand(
+      "stats", "Documents, words and questions of a store (no DB: the sample)");
+  stats->add_option("db", stats_args->positionals, "Database file")->expected(0, 1);
+  stats->callback([stats_args] { run_stats(*stats_args); });
 
-auto questions_args = std::make_shared<StoreArgs>();
-questions_args->limit = 20;
-CLI::App* questions =
-    corpus->add_subcommand("questions", "List a store's questions with answers and gold documents");
-questions->add_option("db", questions_args->positionals, "Database file (no DB: the sample)")
-    ->expected(0, 1);
-questions->add_option("--limit", questions_args->limit, "Rows to show (0: all)")
-    ->capture_default_str();
-questions->callback([questions_args] { run_questions(*questions_args); });
+  auto questions_args = std::make_shared<StoreArgs>();
+  questions_args->limit = 20;
+  CLI::App* questions = corpus->add_subcommand(
+      "questions", "List a store's questions with answers and gold documents");
+  questions->add_option("db", questions_args->positionals, "Database file (no DB: the sample)")
+      ->expected(0, 1);
+  questions->add_option("--limit", questions_args->limit, "Rows to show (0: all)")
+      ->capture_default_str();
+  questions->callback([questions_args] { run_questions(*questions_args); });
 
-auto recall_args = std::make_shared<StoreArgs>();
-CLI::App* recall = corpus->add_subcommand(
-    "recall",
-    "Retrieval quality: BM25 recall@k of the gold documents for the store's own questions");
-recall->add_option("db", recall_args->positionals, "Database file (no DB: the sample)")
-    ->expected(0, 1);
-recall->add_option("-k", recall_args->k, "Documents retrieved per question")
-    ->capture_default_str()
-    ->check(CLI::PositiveNumber);
-recall->callback([recall_args] { run_recall(*recall_args); });
+  auto show_args = std::make_shared<StoreArgs>();
+  CLI::App* show = corpus->add_subcommand("show", "Print one document: corpus show [DB] ID");
+  show->add_option("db_and_id", show_args->positionals, "[DB] ID")->required()->expected(1, 2);
+  show->add_option("--db", show_args->db, "Database file (alternative to the positional DB)");
+  show->callback([show_args] { run_show(*show_args); });
+
+  auto recall_args = std::make_shared<StoreArgs>();
+  CLI::App* recall = corpus->add_subcommand(
+      "recall",
+      "Retrieval quality: BM25 recall@k of the gold documents for the store's own questions");
+  recall->add_option("db", recall_args->positionals, "Database file (no DB: the sample)")
+      ->expected(0, 1);
+  recall->add_option("-k", recall_args->k, "Documents retrieved per question")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  recall->callback([recall_args] { run_recall(*recall_args); });
 }  // namespace lazyscope::cli
 
 }  // namespace lazyscope::cli
