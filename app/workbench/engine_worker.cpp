@@ -106,7 +106,6 @@ void EngineWorker::runPlan(const RunPlan& plan) {
     return;
   }
   Q_EMIT busyChanged(true);
-  cancel_.store(false);
   std::map<QString, RunResult> kept;  // lazy and materialized results, for the equivalence view
   bool cancelled = false;
   for (const PolicyChoice& choice : plan.policies) {

@@ -19,8 +19,10 @@ class EngineWorker : public QObject {
   explicit EngineWorker(QObject* parent = nullptr);
   ~EngineWorker() override;
 
-  // Thread-safe: asks a running plan to stop after the current token.
+  // Thread-safe: asks a running (or queued) plan to stop after the current token.
   void requestStop() { cancel_.store(true); }
+  // Called by the GUI before it queues a plan, so a Stop pressed before the worker starts counts.
+  void clearStop() { cancel_.store(false); }
 
  public Q_SLOTS:
   // Loads the model and builds a fresh Session; on failure the previous session stays usable.

@@ -108,7 +108,7 @@ void MainWindow::buildDocks() {
   setCorner(Qt::BottomLeftCorner, Qt::LeftDockWidgetArea);
   setCorner(Qt::BottomRightCorner, Qt::RightDockWidgetArea);
   resizeDocks({corpus_dock, block_dock}, {440, 560}, Qt::Horizontal);
-  resizeDocks({block_dock, stats_dock}, {560, 420}, Qt::Vertical);
+  resizeDocks({block_dock, stats_dock}, {470, 500}, Qt::Vertical);
   resizeDocks({equivalence_dock}, {120}, Qt::Vertical);
 }
 
@@ -247,6 +247,7 @@ bool MainWindow::startRun() {
   for (const QString& key : keys) plan.policies.push_back(policy_choice(key));
   prompt_->runModel()->startPlan(plan.run_index, keys);
   run_in_flight_ = true;
+  worker_->clearStop();
   prompt_->setBusy(true);
   activity_label_->setText(tr("Run %1 queued…").arg(plan.run_index));
   QMetaObject::invokeMethod(worker_, "runPlan", Qt::QueuedConnection, Q_ARG(lazyscope::workbench::RunPlan, plan));

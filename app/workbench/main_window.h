@@ -34,6 +34,7 @@ class MainWindow : public QMainWindow {
   bool startRun();
   void stopRun();
   bool isBusy() const { return busy_; }
+  bool runInFlight() const { return run_in_flight_; }
   bool modelLoaded() const { return model_loaded_; }
   const ModelInfo& modelInfo() const { return model_info_; }
   QString lastError() const { return last_error_; }

@@ -140,7 +140,7 @@ void BudgetBar::paintEvent(QPaintEvent*) {
   p.setPen(QColor(120, 120, 120));
   p.drawRect(bar);
   const qint64 bpb = model_->bytesPerBlock();
-  const QString text = tr("KV pool: %1 of %2 blocks used (%3 %) · %4 held by requests · %5 cached · budget %6")
+  const QString text = tr("%1 / %2 blocks (%3 %) · %4 held · %5 cached · budget %6")
                            .arg(used)
                            .arg(model_->blockCount())
                            .arg(100.0 * used / total, 0, 'f', 1)

@@ -28,7 +28,7 @@ void style_plot(QCustomPlot* plot, const QString& title, const QString& y_label)
   plot->axisRect()->insetLayout()->take(plot->legend);
   legend_row->addElement(0, 0, plot->legend);
   plot->legend->setFillOrder(QCPLegend::foColumnsFirst);
-  plot->legend->setWrap(2);
+  plot->legend->setWrap(6);
   plot->legend->setBorderPen(Qt::NoPen);
   plot->plotLayout()->setRowStretchFactor(2, 0.001);
   QSharedPointer<QCPAxisTickerFixed> ticker(new QCPAxisTickerFixed);
@@ -99,10 +99,11 @@ void CacheStatsView::replot() {
       if (dashed) pen.setStyle(Qt::DashLine);
       graph->setPen(pen);
       graph->setScatterStyle(QCPScatterStyle(dashed ? QCPScatterStyle::ssSquare : QCPScatterStyle::ssDisc, 7));
+      if (dashed) graph->removeFromLegend();  // the title explains solid vs dashed; one entry per policy
     };
-    add(hits_, token_hits, key + tr(" tokens"), false);
-    add(hits_, doc_hits, key + tr(" docs"), true);
-    add(bytes_, stored, key + tr(" stored"), false);
+    add(hits_, token_hits, key, false);
+    add(hits_, doc_hits, key + tr(" documents"), true);
+    add(bytes_, stored, key, false);
     add(bytes_, copied, key + tr(" copied"), true);
     totals << tr("<b>%1</b> session: %2 % token hits, %3 % doc hits, %4 copied")
                   .arg(key)

@@ -1,0 +1,95 @@
+// Equivalence of two runs from synthetic RunResults: per-step |Δ|, argmax mismatches, summary.
+#include <gtest/gtest.h>
+
+#include <QApplication>
+#include <QImage>
+
+#include "app/workbench/models/equivalence_model.h"
+#include "app/workbench/views/equivalence_view.h"
+
+namespace lazyscope::workbench {
+namespace {
+
+RunResult run(const std::string& policy, std::vector<std::vector<float>> logits, std::vector<int32_t> ids) {
+  RunResult r;
+  r.policy = policy;
+  r.step_logits = std::move(logits);
+  r.generated_ids = std::move(ids);
+  return r;
+}
+
+QString token(int32_t id) { return QStringLiteral("tok%1").arg(id); }
+
+TEST(CompareRuns, IdenticalRunsSayIdentical) {
+  std::vector<std::vector<float>> logits;
+  std::vector<int32_t> ids;
+  for (int s = 0; s < 64; ++s) {
+    std::vector<float> l(10, 0.0f);
+    l[size_t(s % 10)] = 5.0f;
+    logits.push_back(l);
+    ids.push_back(s % 10);
+  }
+  auto b_logits = logits;
+  b_logits[7][3] += 3.1e-6f;
+  const EquivalenceReport report =
+      compare_runs(run("lazy", logits, ids), run("materialized", b_logits, ids), token);
+  ASSERT_EQ(report.steps.size(), 64u);
+  EXPECT_EQ(report.mismatches(), 0);
+  EXPECT_NEAR(report.max_abs_diff(), 3.1e-6, 5e-7);
+  EXPECT_EQ(report.summary(), QStringLiteral("lazy vs materialized: identical over 64 tokens, max |Δ| 3.1e-06"));
+}
+
+TEST(CompareRuns, MarksArgmaxMismatch) {
+  const std::vector<std::vector<float>> a = {{1, 2, 3}, {3, 2, 1}, {0, 0, 1}};
+  const std::vector<std::vector<float>> b = {{1, 2, 3}, {2, 3, 1}, {0, 0, 1}};
+  const EquivalenceReport report = compare_runs(run("lazy", a, {2, 0, 2}), run("materialized", b, {2, 1, 2}), token);
+  EXPECT_EQ(report.mismatches(), 1);
+  EXPECT_EQ(report.first_mismatch(), 1);
+  EXPECT_FALSE(report.same_tokens);
+  EXPECT_FLOAT_EQ(report.max_abs_diff(), 1.0f);
+  EXPECT_TRUE(report.summary().contains("argmax differs at 1 of 3 steps (first at step 1)"));
+  ASSERT_EQ(report.steps[1].top_a.size(), 3u);
+  EXPECT_EQ(report.steps[1].top_a[0].text, "tok0");
+  EXPECT_EQ(report.steps[1].top_b[0].text, "tok1");
+}
+
+TEST(EquivalenceModel, TooltipListsTopFiveOfBoth) {
+  std::vector<float> l(20);
+  for (int i = 0; i < 20; ++i) l[size_t(i)] = float(i);
+  EquivalenceModel m;
+  m.setReport(compare_runs(run("lazy", {l}, {19}), run("materialized", {l}, {19}), token));
+  ASSERT_EQ(m.rowCount(), 1);
+  const QString tip = m.tooltip(0);
+  for (int id = 15; id < 20; ++id) EXPECT_TRUE(tip.contains(QStringLiteral("tok%1").arg(id))) << id;
+  EXPECT_FALSE(tip.contains("tok14"));
+  EXPECT_TRUE(tip.contains("19.0000"));
+}
+
+TEST(EquivalenceView, StripColoursMatchDifferences) {
+  EquivalenceView view;
+  view.resize(800, 120);
+  view.show();
+  const std::vector<std::vector<float>> a = {{0, 1}, {0, 1}, {1, 0}};
+  const std::vector<std::vector<float>> b = {{0, 1}, {0, 1.5f}, {0, 1}};
+  view.model()->setReport(compare_runs(run("lazy", a, {1, 1, 0}), run("materialized", b, {1, 1, 1}), token));
+  QApplication::processEvents();
+  auto* strip = view.findChild<EquivalenceStrip*>();
+  ASSERT_NE(strip, nullptr);
+  const QImage image = strip->grab().toImage();
+  // Step 0 is identical (green); step 1 differs by 0.5 (red end); step 2 flips the argmax (framed).
+  const QRect c0 = strip->cellRect(0), c1 = strip->cellRect(1), c2 = strip->cellRect(2);
+  EXPECT_EQ(QColor(image.pixel(c0.center())).rgb(), difference_color(0.0).rgb());
+  EXPECT_EQ(QColor(image.pixel(c1.center() + QPoint(c1.width() / 4, 0))).rgb(), difference_color(0.5).rgb());
+  EXPECT_EQ(QColor(image.pixel(c2.topLeft() + QPoint(1, c2.height() / 3))).rgb(), QColor(Qt::black).rgb());
+  EXPECT_EQ(strip->stepAt(c1.center()), 1);
+  EXPECT_TRUE(view.summaryText().contains("argmax differs"));
+}
+
+TEST(DifferenceColour, GreenWhenIdenticalRedWhenLarge) {
+  EXPECT_GT(difference_color(0.0).green(), difference_color(0.0).red());
+  EXPECT_GT(difference_color(1.0).red(), difference_color(1.0).green());
+  EXPECT_EQ(difference_color(1e-9).rgb(), difference_color(0.0).rgb());
+}
+
+}  // namespace
+}  // namespace lazyscope::workbench
