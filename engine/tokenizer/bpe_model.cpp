@@ -62,13 +62,6 @@ BpeModel& BpeModel::operator=(BpeModel&& other) noexcept {
 
 void BpeModel::encode_piece(std::string_view raw_piece, std::vector<int32_t>& out) const {
   if (raw_piece.empty()) return;
-  if (options_.ignore_merges) {
-    const auto it = vocab_->find(byte_level::encode(raw_piece));
-    if (it != vocab_->end()) {
-      out.push_back(it->second);
-      return;
-    }
-  }
   const bool cacheable = raw_piece.size() <= kMaxCachedPieceBytes;
   if (cacheable) {
     std::lock_guard lock(cache_mutex_);
@@ -79,7 +72,12 @@ void BpeModel::encode_piece(std::string_view raw_piece, std::vector<int32_t>& ou
     }
   }
   std::vector<int32_t> ids;
-  merge_symbols(raw_piece, ids);
+  const auto whole = options_.ignore_merges ? vocab_->find(byte_level::encode(raw_piece)) : vocab_->end();
+  if (whole != vocab_->end()) {
+    ids.push_back(whole->second);
+  } else {
+    merge_symbols(raw_piece, ids);
+  }
   out.insert(out.end(), ids.begin(), ids.end());
   if (cacheable) {
     std::lock_guard lock(cache_mutex_);

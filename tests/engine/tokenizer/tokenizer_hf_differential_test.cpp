@@ -83,7 +83,8 @@ std::vector<std::string> differential_strings() {
       "<|begin_of_text|>Hello<|eot_id|>", "<|begin_of_text|", "x<|end_of_text|>y", "    indented",
       "end.\n\n\n", "  \n  \n", "!!!???", "a'b'c'd", "riverside river rivers", "<tag><tag>",
       "hi <mask> there", "spaces   <mask>   around", std::string(300, ' '), std::string(100, '9'),
-      std::string(200, 'a'), "'''s'''", "\u00a0\u00a0x", "x\u3000y", "e\u0301\u0301\u0301"};
+      std::string(200, 'a'), "'''s'''", "\u00a0\u00a0x", "x\u3000y", "e\u0301\u0301\u0301",
+      "x\u3000<mask>\u00a0y", "\u2003\u2003<mask>\u0085\n", "a\u180e<mask>\u180eb", "<mask><mask>"};
   for (const auto& text : bundled_texts()) {
     size_t begin = 0;
     while (begin < text.size()) {

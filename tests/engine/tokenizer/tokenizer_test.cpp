@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 #include <random>
+#include <thread>
 
 #include "engine/tokenizer/byte_level.h"
 #include "engine/tokenizer/regex_splitter.h"
@@ -179,6 +180,8 @@ TEST(AddedTokens, LstripAndRstripSwallowSpaces) {
       {{{"id", 300}, {"content", "<m>"}, {"special", true}, {"lstrip", true}, {"rstrip", true}}});
   const auto tokenizer = Tokenizer::from_json(config.dump(), "t");
   EXPECT_EQ(tokenizer.encode("a  <m>  b"), (std::vector<int32_t>{'a', 300, 'b'}));
+  // Unicode white space too (U+3000, U+00A0), as HF strips it.
+  EXPECT_EQ(tokenizer.encode("a\u3000<m>\u00a0\nb"), (std::vector<int32_t>{'a', 300, 'b'}));
 }
 
 class TrainedTokenizer : public ::testing::Test {
@@ -298,6 +301,26 @@ TEST_F(TrainedTokenizer, RoundTripsArbitraryBytes) {
     for (auto& c : bytes) c = static_cast<char>(std::uniform_int_distribution<int>(0, 255)(rng));
     ASSERT_EQ(tokenizer_->decode(tokenizer_->encode(bytes)), bytes) << "case " << i;
   }
+}
+
+TEST_F(TrainedTokenizer, EncodesConsistentlyFromSeveralThreads) {
+  std::vector<std::string> texts;
+  std::mt19937 rng(5);
+  for (int i = 0; i < 400; ++i) texts.push_back(random_utf8(rng, 60));
+  std::vector<std::vector<int32_t>> expected;
+  for (const auto& text : texts) expected.push_back(tokenizer_->encode(text));
+  const Tokenizer fresh = Tokenizer::from_json(trained_tokenizer_json(), "fresh");  // cold cache
+  std::vector<int> mismatches(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (size_t i = 0; i < texts.size(); ++i)
+        if (fresh.encode(texts[(i + t * 97) % texts.size()]) != expected[(i + t * 97) % texts.size()])
+          ++mismatches[t];
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(mismatches, std::vector<int>(4, 0));
 }
 
 TEST_F(TrainedTokenizer, RejectsOutOfRangeIds) {
