@@ -13,6 +13,7 @@
 #include <limits>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -273,27 +274,29 @@ void SafetensorsFile::read_f32(const TensorInfo& tensor, std::vector<float>& out
   std::span<const uint8_t> bytes = tensor_bytes(tensor);
   const std::size_t n = tensor.element_count();
   out.resize(n);
-  switch (tensor.dtype) {
-    case TensorDtype::F32:
-      std::memcpy(out.data(), bytes.data(), n * 4);  // memcpy: the data need not be aligned
-      break;
-    case TensorDtype::BF16:
-      for (std::size_t i = 0; i < n; ++i) {
-        uint16_t v;
-        std::memcpy(&v, bytes.data() + 2 * i, 2);
-        out[i] = bf16_to_f32(v);
-      }
-      break;
-    case TensorDtype::F16:
-      for (std::size_t i = 0; i < n; ++i) {
-        uint16_t v;
-        std::memcpy(&v, bytes.data() + 2 * i, 2);
-        out[i] = f16_to_f32(v);
-      }
-      break;
-    default:
-      break;
+  const uint8_t* src = bytes.data();
+  float* dst = out.data();
+  const TensorDtype dtype = tensor.dtype;
+  auto convert = [src, dst, dtype](std::size_t from, std::size_t to) {
+    if (dtype == TensorDtype::F32) {
+      std::memcpy(dst + from, src + 4 * from, (to - from) * 4);  // memcpy: data need not be aligned
+      return;
+    }
+    for (std::size_t i = from; i < to; ++i) {
+      uint16_t v;
+      std::memcpy(&v, src + 2 * i, 2);
+      dst[i] = dtype == TensorDtype::BF16 ? bf16_to_f32(v) : f16_to_f32(v);
+    }
+  };
+  // An 8B checkpoint has ~8e9 values; large tensors are split across threads.
+  const unsigned threads = std::min(8u, std::max(1u, std::thread::hardware_concurrency()));
+  if (n < (std::size_t(1) << 22) || threads == 1) {
+    convert(0, n);
+    return;
   }
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(convert, n * t / threads, n * (t + 1) / threads);
+  for (std::thread& th : pool) th.join();
 }
 
 SafetensorsCheckpoint SafetensorsCheckpoint::open_file(const std::filesystem::path& file) {

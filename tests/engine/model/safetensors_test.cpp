@@ -275,6 +275,20 @@ TEST(SafetensorsWriter, RoundTripsF32AndBF16) {
   EXPECT_FALSE(std::filesystem::exists(dir / "w.safetensors.tmp"));
 }
 
+TEST(SafetensorsWriter, LargeTensorsConvertAcrossThreads) {
+  ScratchDir dir;
+  const std::size_t n = (std::size_t(1) << 22) + 77;  // above the threading threshold
+  std::vector<float> values(n);
+  for (std::size_t i = 0; i < n; ++i) values[i] = float(i % 65521) * 0.001f - 30.0f;
+  write_safetensors_file(dir / "big.safetensors",
+                         std::vector<TensorWithValues>{{{"big", TensorDtype::BF16, {int64_t(n)}}, values}});
+  SafetensorsFile file(dir / "big.safetensors");
+  std::vector<float> out;
+  file.read_f32(*file.find("big"), out);
+  ASSERT_EQ(out.size(), n);
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], bf16_to_f32(f32_to_bf16(values[i]))) << i;
+}
+
 TEST(SafetensorsWriter, ShardsAndIndex) {
   ScratchDir dir;
   std::vector<TensorToWrite> tensors;
