@@ -1,4 +1,5 @@
-// `lazyscope-cli tokenize` and `detokenize`: only the tokenizer of a model is loaded, never weights.
+// `lazyscope-cli tokenize` and `detokenize`: only the tokenizer of a model is loaded, never
+// weights.
 #include <cctype>
 #include <cstdio>
 #include <fstream>
@@ -47,9 +48,9 @@ Tokenizer load_tokenizer_only(const std::string& model) {
   Tokenizer tokenizer = Tokenizer::from_json(tokenizer_text, tokenizer_path.string());
   if (!fs::exists(path / "config.json")) return tokenizer;
   const ModelConfig config = load_model_config(path / "config.json");
-  HfSpecialTokens special =
-      read_hf_special_tokens(path, config, tokenizer_text,
-                             [&tokenizer](std::string_view text) { return tokenizer.token_id(text); });
+  HfSpecialTokens special = read_hf_special_tokens(
+      path, config, tokenizer_text,
+      [&tokenizer](std::string_view text) { return tokenizer.token_id(text); });
   if (special.bos_id < 0) special.bos_id = tokenizer.bos_id();
   if (special.eos_ids.empty()) special.eos_ids = tokenizer.eos_ids();
   tokenizer.set_special_tokens(special.bos_id, special.eos_ids, special.add_bos);
@@ -110,7 +111,8 @@ struct TokenizeOptions {
 void run_tokenize(const TokenizeOptions& options) {
   if (!options.text.empty() && !options.file.empty())
     throw Error("tokenize: give TEXT or --file, not both");
-  const std::string text = options.file.empty() ? options.text : read_whole_file(options.file, "text file");
+  const std::string text =
+      options.file.empty() ? options.text : read_whole_file(options.file, "text file");
   const Tokenizer tokenizer = load_tokenizer_only(options.model);
   std::vector<int32_t> ids;
   if (options.bos && tokenizer.add_bos()) ids.push_back(tokenizer.bos_id());
@@ -142,8 +144,9 @@ void add_tokenize_commands(CLI::App& app) {
   auto tokenize_options = std::make_shared<TokenizeOptions>();
   CLI::App* tokenize = app.add_subcommand(
       "tokenize", "Print the token ids of TEXT as a JSON array (loads only the model's tokenizer)");
-  tokenize->add_option("--model", tokenize_options->model,
-                       "HF checkpoint directory (tokenizer.json), .gguf file, or installed model name")
+  tokenize
+      ->add_option("--model", tokenize_options->model,
+                   "HF checkpoint directory (tokenizer.json), .gguf file, or installed model name")
       ->required();
   tokenize->add_option("text", tokenize_options->text, "Text to tokenize");
   tokenize->add_option("--file", tokenize_options->file, "Read the text from this file instead");
@@ -158,8 +161,9 @@ void add_tokenize_commands(CLI::App& app) {
   auto ids = std::make_shared<std::vector<std::string>>();
   CLI::App* detokenize = app.add_subcommand(
       "detokenize", "Print the text of token ids given as a JSON array or as separate integers");
-  detokenize->add_option("--model", *model,
-                         "HF checkpoint directory (tokenizer.json), .gguf file, or installed model name")
+  detokenize
+      ->add_option("--model", *model,
+                   "HF checkpoint directory (tokenizer.json), .gguf file, or installed model name")
       ->required();
   detokenize->add_option("ids", *ids, "Token ids: [1, 2, 3] or 1 2 3")->required();
   detokenize->callback([model, ids] { run_detokenize(*model, *ids); });

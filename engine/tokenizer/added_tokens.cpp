@@ -78,7 +78,8 @@ void AddedTokenMatcher::split(std::string_view text, std::vector<TextSegment>& o
       while (const size_t n = white_space_before(text, plain_begin, begin)) begin -= n;
     if (hit->rstrip)
       while (const size_t n = white_space_at(text, end)) end += n;
-    if (begin > plain_begin) out.push_back(TextSegment{text.substr(plain_begin, begin - plain_begin), -1});
+    if (begin > plain_begin)
+      out.push_back(TextSegment{text.substr(plain_begin, begin - plain_begin), -1});
     out.push_back(TextSegment{text.substr(begin, end - begin), hit->id});
     plain_begin = pos = end;
   }

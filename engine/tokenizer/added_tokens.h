@@ -1,5 +1,6 @@
 #pragma once
-// Finds added (special and user) tokens in raw text, leftmost-longest, as HF's AddedVocabulary does.
+// Finds added (special and user) tokens in raw text, leftmost-longest, as HF's AddedVocabulary
+// does.
 #include <cstdint>
 #include <string>
 #include <string_view>

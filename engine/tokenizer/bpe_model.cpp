@@ -72,7 +72,8 @@ void BpeModel::encode_piece(std::string_view raw_piece, std::vector<int32_t>& ou
     }
   }
   std::vector<int32_t> ids;
-  const auto whole = options_.ignore_merges ? vocab_->find(byte_level::encode(raw_piece)) : vocab_->end();
+  const auto whole =
+      options_.ignore_merges ? vocab_->find(byte_level::encode(raw_piece)) : vocab_->end();
   if (whole != vocab_->end()) {
     ids.push_back(whole->second);
   } else {
@@ -100,7 +101,8 @@ void BpeModel::merge_by_scanning(std::vector<Symbol>& symbols, std::vector<int32
   while (ids.size() > 1) {
     size_t best = ids.size();
     for (size_t i = 0; i + 1 < ids.size(); ++i)
-      if (pair_merge[i].rank >= 0 && (best == ids.size() || pair_merge[i].rank < pair_merge[best].rank))
+      if (pair_merge[i].rank >= 0 &&
+          (best == ids.size() || pair_merge[i].rank < pair_merge[best].rank))
         best = i;
     if (best == ids.size()) break;
     ids[best] = pair_merge[best].new_id;

@@ -13,8 +13,8 @@ namespace lazyscope {
 
 struct BpeModelOptions {
   bool ignore_merges = false;  // a piece that is itself a vocabulary entry becomes that one token
-  int32_t unk_id = -1;         // emitted for a byte whose symbol is not in the vocabulary (-1: drop)
-  bool fuse_unk = false;       // consecutive unknown bytes give one unk token
+  int32_t unk_id = -1;    // emitted for a byte whose symbol is not in the vocabulary (-1: drop)
+  bool fuse_unk = false;  // consecutive unknown bytes give one unk token
 };
 
 class BpeModel {
@@ -37,7 +37,8 @@ class BpeModel {
     int32_t new_id;
   };
   static uint64_t pair_key(int32_t left, int32_t right) {
-    return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
+    return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) |
+           static_cast<uint32_t>(right);
   }
   // Symbols form a doubly linked list over their original positions; merged-away ones get id -1.
   struct Symbol {

@@ -216,7 +216,8 @@ std::string train_bpe_tokenizer_json(const std::vector<std::string>& texts,
   for (size_t id = 0; id < symbols.size(); ++id) vocab[symbols[id]] = static_cast<int32_t>(id);
   ordered_json merges = ordered_json::array();
   for (const auto& [left, right] : trainer.merges())
-    merges.push_back(symbols[static_cast<size_t>(left)] + " " + symbols[static_cast<size_t>(right)]);
+    merges.push_back(symbols[static_cast<size_t>(left)] + " " +
+                     symbols[static_cast<size_t>(right)]);
 
   ordered_json root;
   root["version"] = "1.0";
@@ -224,17 +225,16 @@ std::string train_bpe_tokenizer_json(const std::vector<std::string>& texts,
   root["padding"] = nullptr;
   root["added_tokens"] = std::move(added_tokens);
   root["normalizer"] = nullptr;
-  root["pre_tokenizer"] = ordered_json{
-      {"type", "Sequence"},
-      {"pretokenizers",
-       {ordered_json{{"type", "Split"},
-                     {"pattern", {{"Regex", kLlama3SplitPattern}}},
-                     {"behavior", "Isolated"},
-                     {"invert", false}},
-        ordered_json{{"type", "ByteLevel"},
-                     {"add_prefix_space", false},
-                     {"trim_offsets", true},
-                     {"use_regex", false}}}}};
+  root["pre_tokenizer"] = ordered_json{{"type", "Sequence"},
+                                       {"pretokenizers",
+                                        {ordered_json{{"type", "Split"},
+                                                      {"pattern", {{"Regex", kLlama3SplitPattern}}},
+                                                      {"behavior", "Isolated"},
+                                                      {"invert", false}},
+                                         ordered_json{{"type", "ByteLevel"},
+                                                      {"add_prefix_space", false},
+                                                      {"trim_offsets", true},
+                                                      {"use_regex", false}}}}};
   root["post_processor"] = std::move(post_processor);
   root["decoder"] = ordered_json{{"type", "ByteLevel"},
                                  {"add_prefix_space", true},

@@ -7,7 +7,7 @@
 namespace lazyscope {
 
 struct BpeTrainingOptions {
-  int vocab_size = 512;               // including the 256 byte tokens and the special tokens
+  int vocab_size = 512;  // including the 256 byte tokens and the special tokens
   std::vector<std::string> special_tokens = {"<|begin_of_text|>", "<|end_of_text|>"};
 };
 

@@ -1,5 +1,6 @@
 #pragma once
-// GPT-2's reversible byte <-> printable-unicode mapping that byte-level BPE vocabularies are written in.
+// GPT-2's reversible byte <-> printable-unicode mapping that byte-level BPE vocabularies are
+// written in.
 #include <array>
 #include <cstdint>
 #include <optional>

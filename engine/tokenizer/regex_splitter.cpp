@@ -77,8 +77,8 @@ RegexSplitter::RegexSplitter(const std::string& pattern, const std::string& cont
   // MATCH_INVALID_UTF lets arbitrary bytes through: invalid sequences simply never match.
   const uint32_t options = PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF;
   const std::string translated = with_oniguruma_whitespace(pattern);
-  compiled_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(translated.data()), translated.size(),
-                                  options, &error_code, &error_offset, nullptr);
+  compiled_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(translated.data()),
+                                  translated.size(), options, &error_code, &error_offset, nullptr);
   if (compiled_->code == nullptr) {
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(error_code, message, sizeof(message));
@@ -100,7 +100,8 @@ std::vector<std::pair<size_t, size_t>> RegexSplitter::find_all(std::string_view 
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t offset = 0;
   while (offset <= text.size()) {
-    const int rc = pcre2_match(compiled_->code, subject, text.size(), offset, 0, match_data, nullptr);
+    const int rc =
+        pcre2_match(compiled_->code, subject, text.size(), offset, 0, match_data, nullptr);
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0) {
       PCRE2_UCHAR message[256];

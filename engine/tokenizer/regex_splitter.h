@@ -1,5 +1,6 @@
 #pragma once
-// A compiled PCRE2 pattern (UTF + UCP, JIT when available) that cuts text into pre-tokenizer pieces.
+// A compiled PCRE2 pattern (UTF + UCP, JIT when available) that cuts text into pre-tokenizer
+// pieces.
 #include <memory>
 #include <string>
 #include <string_view>

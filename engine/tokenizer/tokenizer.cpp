@@ -264,7 +264,8 @@ Tokenizer Tokenizer::from_json(std::string_view json_text, const std::string& so
         const auto text = merge.get<std::string>();
         const auto space = text.find(' ');
         if (space == std::string::npos || text.find(' ', space + 1) != std::string::npos)
-          throw Error(source_name + ": merge \"" + text + "\" is not two tokens separated by a space");
+          throw Error(source_name + ": merge \"" + text +
+                      "\" is not two tokens separated by a space");
         merges.emplace_back(text.substr(0, space), text.substr(space + 1));
       } else if (merge.is_array() && merge.size() == 2) {
         merges.emplace_back(merge[0].get<std::string>(), merge[1].get<std::string>());
@@ -300,7 +301,8 @@ Tokenizer Tokenizer::from_json(std::string_view json_text, const std::string& so
     if (root.contains("pre_tokenizer") && !root["pre_tokenizer"].is_null())
       parse_pre_tokenizer(root["pre_tokenizer"], source_name, impl.stages, saw_byte_level);
     if (!saw_byte_level)
-      throw Error(source_name + ": pre_tokenizer has no ByteLevel step (only byte-level BPE is supported)");
+      throw Error(source_name +
+                  ": pre_tokenizer has no ByteLevel step (only byte-level BPE is supported)");
 
     component = "decoder";
     if (root.contains("decoder") && !root["decoder"].is_null())
@@ -344,7 +346,8 @@ Tokenizer Tokenizer::from_spec(TokenizerSpec spec, const std::string& source_nam
   for (const auto& added : spec.added_tokens)
     impl.add_added_token(AddedTokenRule{added.id, added.content, false, false}, !added.special);
   const std::string pattern = spec.split_regex.empty() ? kGpt2SplitPattern : spec.split_regex;
-  impl.stages.push_back(PreTokenizerStage{false, RegexSplitter(pattern, source_name + " pre-tokenizer")});
+  impl.stages.push_back(
+      PreTokenizerStage{false, RegexSplitter(pattern, source_name + " pre-tokenizer")});
   tokenizer.set_special_tokens(spec.bos_id, std::move(spec.eos_ids), spec.add_bos);
   impl.finish();
   return tokenizer;
@@ -384,8 +387,8 @@ std::string Tokenizer::decode(std::span<const int32_t> ids) const {
 
 std::string Tokenizer::token_text(int32_t id) const {
   if (id < 0 || static_cast<size_t>(id) >= impl_->id_to_text.size())
-    throw Error(impl_->source + ": token id " + std::to_string(id) + " is out of range (vocabulary " +
-                std::to_string(vocab_size()) + ")");
+    throw Error(impl_->source + ": token id " + std::to_string(id) +
+                " is out of range (vocabulary " + std::to_string(vocab_size()) + ")");
   return impl_->id_to_text[static_cast<size_t>(id)];
 }
 

@@ -49,7 +49,8 @@ class Tokenizer {
   // Ids to text; special tokens are rendered as their content.
   std::string decode(std::span<const int32_t> ids) const;
   std::string token_text(int32_t id) const;  // decoded text of one token
-  std::string token_string(int32_t id) const;  // the vocabulary entry (byte-level form) of one token
+  // The vocabulary entry of one token (byte-level form; an added token's content).
+  std::string token_string(int32_t id) const;
   std::optional<int32_t> token_id(std::string_view token) const;
   int32_t vocab_size() const;
 

@@ -32,14 +32,16 @@ class TokenizeCommand : public ::testing::Test {
 TEST_F(TokenizeCommand, PrintsTheLibraryIdsAsJson) {
   const std::string text = "It's 12345 cafés, 日本語 😀\n\tand <|eot_id|> more  ";
   std::string output;
-  ASSERT_EQ(cli("tokenize --model " + shell_quote(dir_.string()) + " " + shell_quote(text), output), 0)
+  ASSERT_EQ(cli("tokenize --model " + shell_quote(dir_.string()) + " " + shell_quote(text), output),
+            0)
       << output;
   EXPECT_EQ(json::parse(output).get<std::vector<int32_t>>(), tokenizer_->encode(text));
 }
 
 TEST_F(TokenizeCommand, BosFlagPrependsBos) {
   std::string output;
-  ASSERT_EQ(cli("tokenize --bos --model " + shell_quote(dir_.string()) + " Hello", output), 0) << output;
+  ASSERT_EQ(cli("tokenize --bos --model " + shell_quote(dir_.string()) + " Hello", output), 0)
+      << output;
   auto expected = tokenizer_->encode("Hello");
   expected.insert(expected.begin(), tokenizer_->bos_id());
   EXPECT_EQ(json::parse(output).get<std::vector<int32_t>>(), expected);
@@ -49,9 +51,10 @@ TEST_F(TokenizeCommand, DetokenizeAcceptsJsonOrSeparateIds) {
   const std::string text = "Die Straße am Fluss, 1947 — naïve?";
   const auto ids = tokenizer_->encode(text);
   std::string output;
-  ASSERT_EQ(cli("detokenize --model " + shell_quote(dir_.string()) + " " + shell_quote(json(ids).dump()),
-                output, false),
-            0);
+  ASSERT_EQ(
+      cli("detokenize --model " + shell_quote(dir_.string()) + " " + shell_quote(json(ids).dump()),
+          output, false),
+      0);
   EXPECT_EQ(output, text + "\n");
   std::string separate;
   for (int32_t id : ids) {

@@ -27,17 +27,103 @@ for path in sys.argv[3:]:
 json.dump(result, open(sys.argv[2], "w"))
 )PY";
 
-// Code points chosen to hit each regex branch and the Unicode classes the two engines must agree on.
+// Code points chosen to hit each regex branch and the Unicode classes the two engines must agree
+// on.
 std::string random_adversarial_string(std::mt19937& rng) {
-  static const std::vector<std::string> fragments = {
-      "'s", "'S", "'t", "'T", "'re", "'RE", "'rE", "'ve", "'Ve", "'m", "'M", "'ll", "'lL", "'d",
-      "'D", "'", "''", "'x", "\u2019s", " '", "'ſ", "<|begin_of_text|>", "<|eot_id|>", "<|eot_id",
-      "<|end_of_text|>", "<|", "|>", "\r\n", "\n\n", "\r", " \n", "\t", "  ", "   ", "\u00a0",
-      "\u2003", "\u3000", "\u0085", "\u2028", "\u200b", "\ufeff", "\u180e", "\u000b", "\u000c",
-      "123", "4567", "0", "٣٤", "３４５", "Ⅻ", "½", "²", "e\u0301", "\u0301", "ﬁ", "İ", "ß", "Ω",
-      "river", " river", "<tag>", "<mask>", "Harrowmere", " the", "The", "THE", "😀", "👍🏽",
-      "👨‍👩‍👧", "❤️", "🇫🇷", "日本", "한국어", "中文", "ไทย", "हिन्दी", "עברית", "العربية", "...",
-      "!?", "—", "«»", "(", ")", "{", "}", "$", "€", "#", "_", "\\", "\u0000", "\u007f", "\u00ad"};
+  static const std::vector<std::string> fragments = {"'s",
+                                                     "'S",
+                                                     "'t",
+                                                     "'T",
+                                                     "'re",
+                                                     "'RE",
+                                                     "'rE",
+                                                     "'ve",
+                                                     "'Ve",
+                                                     "'m",
+                                                     "'M",
+                                                     "'ll",
+                                                     "'lL",
+                                                     "'d",
+                                                     "'D",
+                                                     "'",
+                                                     "''",
+                                                     "'x",
+                                                     "\u2019s",
+                                                     " '",
+                                                     "'ſ",
+                                                     "<|begin_of_text|>",
+                                                     "<|eot_id|>",
+                                                     "<|eot_id",
+                                                     "<|end_of_text|>",
+                                                     "<|",
+                                                     "|>",
+                                                     "\r\n",
+                                                     "\n\n",
+                                                     "\r",
+                                                     " \n",
+                                                     "\t",
+                                                     "  ",
+                                                     "   ",
+                                                     "\u00a0",
+                                                     "\u2003",
+                                                     "\u3000",
+                                                     "\u0085",
+                                                     "\u2028",
+                                                     "\u200b",
+                                                     "\ufeff",
+                                                     "\u180e",
+                                                     "\u000b",
+                                                     "\u000c",
+                                                     "123",
+                                                     "4567",
+                                                     "0",
+                                                     "٣٤",
+                                                     "３４５",
+                                                     "Ⅻ",
+                                                     "½",
+                                                     "²",
+                                                     "e\u0301",
+                                                     "\u0301",
+                                                     "ﬁ",
+                                                     "İ",
+                                                     "ß",
+                                                     "Ω",
+                                                     "river",
+                                                     " river",
+                                                     "<tag>",
+                                                     "<mask>",
+                                                     "Harrowmere",
+                                                     " the",
+                                                     "The",
+                                                     "THE",
+                                                     "😀",
+                                                     "👍🏽",
+                                                     "👨‍👩‍👧",
+                                                     "❤️",
+                                                     "🇫🇷",
+                                                     "日本",
+                                                     "한국어",
+                                                     "中文",
+                                                     "ไทย",
+                                                     "हिन्दी",
+                                                     "עברית",
+                                                     "العربية",
+                                                     "...",
+                                                     "!?",
+                                                     "—",
+                                                     "«»",
+                                                     "(",
+                                                     ")",
+                                                     "{",
+                                                     "}",
+                                                     "$",
+                                                     "€",
+                                                     "#",
+                                                     "_",
+                                                     "\\",
+                                                     "\u0000",
+                                                     "\u007f",
+                                                     "\u00ad"};
   std::uniform_int_distribution<int> parts_dist(1, 12);
   std::uniform_int_distribution<size_t> fragment_dist(0, fragments.size() - 1);
   std::uniform_int_distribution<int> kind_dist(0, 7);
@@ -45,16 +131,26 @@ std::string random_adversarial_string(std::mt19937& rng) {
   const int parts = parts_dist(rng);
   for (int i = 0; i < parts; ++i) {
     switch (kind_dist(rng)) {
-      case 0: case 1: case 2: text += fragments[fragment_dist(rng)]; break;
+      case 0:
+      case 1:
+      case 2:
+        text += fragments[fragment_dist(rng)];
+        break;
       case 3: {  // a short ASCII word
         const int length = std::uniform_int_distribution<int>(1, 8)(rng);
         for (int j = 0; j < length; ++j)
           text.push_back(static_cast<char>(std::uniform_int_distribution<int>('a', 'z')(rng)));
         break;
       }
-      case 4: text.push_back(static_cast<char>(std::uniform_int_distribution<int>(0x20, 0x7E)(rng))); break;
-      case 5: byte_level::append_utf8(std::uniform_int_distribution<uint32_t>(0xA0, 0x24F)(rng), text); break;
-      case 6: byte_level::append_utf8(std::uniform_int_distribution<uint32_t>(0x1, 0x1F)(rng), text); break;
+      case 4:
+        text.push_back(static_cast<char>(std::uniform_int_distribution<int>(0x20, 0x7E)(rng)));
+        break;
+      case 5:
+        byte_level::append_utf8(std::uniform_int_distribution<uint32_t>(0xA0, 0x24F)(rng), text);
+        break;
+      case 6:
+        byte_level::append_utf8(std::uniform_int_distribution<uint32_t>(0x1, 0x1F)(rng), text);
+        break;
       default: {
         // The system PCRE2 may know an older Unicode than HF's Oniguruma: letters assigned since
         // then would be classified differently, so only code points PCRE2 knows are drawn.
@@ -75,16 +171,47 @@ std::string random_adversarial_string(std::mt19937& rng) {
 }
 
 std::vector<std::string> differential_strings() {
-  std::vector<std::string> strings = {
-      "", " ", "  ", "\n", "Hello world", "Hello  world", " leading", "trailing ", "a\n\nb",
-      "It's, they're, we've, I'm, you'll, he'd, don't", "IT'S THEY'RE WE'VE I'M YOU'LL HE'D DON'T",
-      "1 12 123 1234 12345 123456 1234567", "3.14159 2,417 1e-9 0x1F", "café naïve façade Straße",
-      "日本語のテキスト、中文文本。", "😀 👍🏽 👨‍👩‍👧 ❤️ 🇫🇷", "tab\there", "cr\r\nlf\rcr",
-      "<|begin_of_text|>Hello<|eot_id|>", "<|begin_of_text|", "x<|end_of_text|>y", "    indented",
-      "end.\n\n\n", "  \n  \n", "!!!???", "a'b'c'd", "riverside river rivers", "<tag><tag>",
-      "hi <mask> there", "spaces   <mask>   around", std::string(300, ' '), std::string(100, '9'),
-      std::string(200, 'a'), "'''s'''", "\u00a0\u00a0x", "x\u3000y", "e\u0301\u0301\u0301",
-      "x\u3000<mask>\u00a0y", "\u2003\u2003<mask>\u0085\n", "a\u180e<mask>\u180eb", "<mask><mask>"};
+  std::vector<std::string> strings = {"",
+                                      " ",
+                                      "  ",
+                                      "\n",
+                                      "Hello world",
+                                      "Hello  world",
+                                      " leading",
+                                      "trailing ",
+                                      "a\n\nb",
+                                      "It's, they're, we've, I'm, you'll, he'd, don't",
+                                      "IT'S THEY'RE WE'VE I'M YOU'LL HE'D DON'T",
+                                      "1 12 123 1234 12345 123456 1234567",
+                                      "3.14159 2,417 1e-9 0x1F",
+                                      "café naïve façade Straße",
+                                      "日本語のテキスト、中文文本。",
+                                      "😀 👍🏽 👨‍👩‍👧 ❤️ 🇫🇷",
+                                      "tab\there",
+                                      "cr\r\nlf\rcr",
+                                      "<|begin_of_text|>Hello<|eot_id|>",
+                                      "<|begin_of_text|",
+                                      "x<|end_of_text|>y",
+                                      "    indented",
+                                      "end.\n\n\n",
+                                      "  \n  \n",
+                                      "!!!???",
+                                      "a'b'c'd",
+                                      "riverside river rivers",
+                                      "<tag><tag>",
+                                      "hi <mask> there",
+                                      "spaces   <mask>   around",
+                                      std::string(300, ' '),
+                                      std::string(100, '9'),
+                                      std::string(200, 'a'),
+                                      "'''s'''",
+                                      "\u00a0\u00a0x",
+                                      "x\u3000y",
+                                      "e\u0301\u0301\u0301",
+                                      "x\u3000<mask>\u00a0y",
+                                      "\u2003\u2003<mask>\u0085\n",
+                                      "a\u180e<mask>\u180eb",
+                                      "<mask><mask>"};
   for (const auto& text : bundled_texts()) {
     size_t begin = 0;
     while (begin < text.size()) {
@@ -116,10 +243,14 @@ std::vector<Variant> variants() {
   result.push_back({"llama3_ignore_merges", ignore_merges});
 
   json gpt2 = llama3;
-  gpt2["pre_tokenizer"] =
-      json{{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}};
-  gpt2["post_processor"] =
-      json{{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", false}, {"use_regex", true}};
+  gpt2["pre_tokenizer"] = json{{"type", "ByteLevel"},
+                               {"add_prefix_space", false},
+                               {"trim_offsets", true},
+                               {"use_regex", true}};
+  gpt2["post_processor"] = json{{"type", "ByteLevel"},
+                                {"add_prefix_space", true},
+                                {"trim_offsets", false},
+                                {"use_regex", true}};
   result.push_back({"gpt2", gpt2});
 
   json gpt2_prefix = gpt2;
@@ -128,8 +259,9 @@ std::vector<Variant> variants() {
 
   json added = llama3;
   const auto token = [](int id, const char* content, bool special, bool normalized, bool strip) {
-    return json{{"id", id},         {"content", content}, {"single_word", false}, {"lstrip", strip},
-                {"rstrip", strip},  {"normalized", normalized}, {"special", special}};
+    return json{{"id", id},          {"content", content}, {"single_word", false},
+                {"lstrip", strip},   {"rstrip", strip},    {"normalized", normalized},
+                {"special", special}};
   };
   added["added_tokens"].push_back(token(2048, "river", false, true, false));
   added["added_tokens"].push_back(token(2049, "<tag>", false, false, false));
@@ -146,9 +278,9 @@ size_t compare_with_hf(const std::filesystem::path& dir, const std::vector<std::
                        const std::vector<bool>& check_decode) {
   write_file(dir / "strings.json", json(strings).dump());
   write_file(dir / "reference.py", kReferenceScript);
-  std::string command = shell_quote(LAZYSCOPE_PYTHON) + " " + shell_quote((dir / "reference.py").string()) +
-                        " " + shell_quote((dir / "strings.json").string()) + " " +
-                        shell_quote((dir / "ids.json").string());
+  std::string command =
+      shell_quote(LAZYSCOPE_PYTHON) + " " + shell_quote((dir / "reference.py").string()) + " " +
+      shell_quote((dir / "strings.json").string()) + " " + shell_quote((dir / "ids.json").string());
   for (const auto& path : paths) {
     command += ' ';
     command += shell_quote(path.string());
@@ -265,14 +397,16 @@ TEST(TokenizerVersusHfTokenizers, MatchesOnSmolLM2sRealVocabulary) {
   const auto dir = scratch_dir("toksmol");
   write_file(dir / "convert.py", kGgufToTokenizerJson);
   std::string output;
-  ASSERT_EQ(run_command(shell_quote(LAZYSCOPE_PYTHON) + " " + shell_quote((dir / "convert.py").string()) +
-                            " " + shell_quote(gguf.string()) + " " +
-                            shell_quote((dir / "smollm2.json").string()),
-                        output),
-            0)
+  ASSERT_EQ(
+      run_command(shell_quote(LAZYSCOPE_PYTHON) + " " + shell_quote((dir / "convert.py").string()) +
+                      " " + shell_quote(gguf.string()) + " " +
+                      shell_quote((dir / "smollm2.json").string()),
+                  output),
+      0)
       << output;
   auto strings = differential_strings();
-  for (auto& text : strings) text = text.substr(0, 2000);  // the whole-file strings add nothing here
+  for (auto& text : strings)
+    text = text.substr(0, 2000);  // the whole-file strings add nothing here
   for (const char* chat : {"<|im_start|>user\nWhat's 2+2?<|im_end|>\n<|im_start|>assistant\n",
                            "<|endoftext|><|im_start|>system\nYou are helpful.<|im_end|>"})
     strings.emplace_back(chat);

@@ -35,11 +35,11 @@ TEST(Llama3PreTokenizer, SplitsWordsWithTheirLeadingSpace) {
 
 TEST(Llama3PreTokenizer, SplitsContractionsCaseInsensitively) {
   EXPECT_EQ(split_llama3("it's you're we've I'm they'll he'd don't"),
-            (Pieces{"it", "'s", " you", "'re", " we", "'ve", " I", "'m", " they", "'ll", " he", "'d",
-                    " don", "'t"}));
+            (Pieces{"it", "'s", " you", "'re", " we", "'ve", " I", "'m", " they", "'ll", " he",
+                    "'d", " don", "'t"}));
   EXPECT_EQ(split_llama3("IT'S YOU'RE WE'VE I'M THEY'LL HE'D DON'T"),
-            (Pieces{"IT", "'S", " YOU", "'RE", " WE", "'VE", " I", "'M", " THEY", "'LL", " HE", "'D",
-                    " DON", "'T"}));
+            (Pieces{"IT", "'S", " YOU", "'RE", " WE", "'VE", " I", "'M", " THEY", "'LL", " HE",
+                    "'D", " DON", "'T"}));
   EXPECT_EQ(split_llama3("You'Re"), (Pieces{"You", "'Re"}));
   // Not a contraction: the apostrophe joins the letters that follow.
   EXPECT_EQ(split_llama3("'tis"), (Pieces{"'t", "is"}));
@@ -109,15 +109,15 @@ json small_tokenizer(const std::vector<std::pair<std::string, std::string>>& mer
   }
   for (const auto& token : extra_tokens)
     if (!vocab.contains(token)) vocab[token] = next++;
-  return json{{"version", "1.0"},
-              {"added_tokens", json::array()},
-              {"normalizer", nullptr},
-              {"pre_tokenizer",
-               {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
-              {"post_processor", nullptr},
-              {"decoder", {{"type", "ByteLevel"}}},
-              {"model",
-               {{"type", "BPE"}, {"ignore_merges", false}, {"vocab", vocab}, {"merges", merge_list}}}};
+  return json{
+      {"version", "1.0"},
+      {"added_tokens", json::array()},
+      {"normalizer", nullptr},
+      {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
+      {"post_processor", nullptr},
+      {"decoder", {{"type", "ByteLevel"}}},
+      {"model",
+       {{"type", "BPE"}, {"ignore_merges", false}, {"vocab", vocab}, {"merges", merge_list}}}};
 }
 
 std::vector<std::string> token_strings(const Tokenizer& tokenizer, const std::string& text) {
@@ -160,10 +160,10 @@ TEST(BpeMerges, IgnoreMergesTakesWholeWordsFromTheVocabulary) {
 
 TEST(AddedTokens, LongestMatchWinsAndSplitsText) {
   json config = small_tokenizer({});
-  config["added_tokens"] = json::array(
-      {{{"id", 300}, {"content", "<x>"}, {"special", true}, {"normalized", false}},
-       {{"id", 301}, {"content", "<x><y>"}, {"special", true}, {"normalized", false}},
-       {{"id", 302}, {"content", "river"}, {"special", false}, {"normalized", true}}});
+  config["added_tokens"] =
+      json::array({{{"id", 300}, {"content", "<x>"}, {"special", true}, {"normalized", false}},
+                   {{"id", 301}, {"content", "<x><y>"}, {"special", true}, {"normalized", false}},
+                   {{"id", 302}, {"content", "river"}, {"special", false}, {"normalized", true}}});
   const auto tokenizer = Tokenizer::from_json(config.dump(), "t");
   const auto ids = tokenizer.encode("a<x><y>b<x>riverside");
   const std::vector<int32_t> expected{'a', 301, 'b', 300, 302, 's', 'i', 'd', 'e'};
@@ -237,8 +237,11 @@ std::set<size_t> token_boundaries(const Tokenizer& tokenizer, const std::vector<
 
 TEST_F(TrainedTokenizer, TokensNeverCrossPreTokenizerPieces) {
   const std::vector<std::string> samples = {
-      "It's the river's bend; THEY'LL see 1234567 stones.", "a   b\t\tc\n\n\nd  \n  e",
-      "café naïve Straße łódź", "我们明天去河边散步。今日は良い天気ですね。", "😀👍🏽 🎉🎉 ❤️ fish🐟",
+      "It's the river's bend; THEY'LL see 1234567 stones.",
+      "a   b\t\tc\n\n\nd  \n  e",
+      "café naïve Straße łódź",
+      "我们明天去河边散步。今日は良い天気ですね。",
+      "😀👍🏽 🎉🎉 ❤️ fish🐟",
       "x = y + 1; if (count >= 10) { return total / count; }"};
   for (const auto& text : samples) {
     const auto ids = tokenizer_->encode(text);
@@ -271,12 +274,26 @@ std::string random_utf8(std::mt19937& rng, size_t max_chars) {
   for (size_t i = 0; i < length; ++i) {
     uint32_t cp = 0;
     switch (kind_dist(rng)) {
-      case 0: case 1: case 2: cp = std::uniform_int_distribution<uint32_t>(0x20, 0x7E)(rng); break;
-      case 3: cp = " \t\n\r'"[std::uniform_int_distribution<int>(0, 4)(rng)]; break;
-      case 4: cp = std::uniform_int_distribution<uint32_t>(0, 0x1F)(rng); break;
-      case 5: cp = std::uniform_int_distribution<uint32_t>(0x80, 0x7FF)(rng); break;
-      case 6: cp = std::uniform_int_distribution<uint32_t>(0x4E00, 0x9FFF)(rng); break;
-      case 7: cp = std::uniform_int_distribution<uint32_t>(0x1F300, 0x1FAFF)(rng); break;
+      case 0:
+      case 1:
+      case 2:
+        cp = std::uniform_int_distribution<uint32_t>(0x20, 0x7E)(rng);
+        break;
+      case 3:
+        cp = " \t\n\r'"[std::uniform_int_distribution<int>(0, 4)(rng)];
+        break;
+      case 4:
+        cp = std::uniform_int_distribution<uint32_t>(0, 0x1F)(rng);
+        break;
+      case 5:
+        cp = std::uniform_int_distribution<uint32_t>(0x80, 0x7FF)(rng);
+        break;
+      case 6:
+        cp = std::uniform_int_distribution<uint32_t>(0x4E00, 0x9FFF)(rng);
+        break;
+      case 7:
+        cp = std::uniform_int_distribution<uint32_t>(0x1F300, 0x1FAFF)(rng);
+        break;
       default:
         do cp = std::uniform_int_distribution<uint32_t>(0, 0x10FFFF)(rng);
         while (cp >= 0xD800 && cp <= 0xDFFF);
@@ -315,7 +332,8 @@ TEST_F(TrainedTokenizer, EncodesConsistentlyFromSeveralThreads) {
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       for (size_t i = 0; i < texts.size(); ++i)
-        if (fresh.encode(texts[(i + t * 97) % texts.size()]) != expected[(i + t * 97) % texts.size()])
+        if (fresh.encode(texts[(i + t * 97) % texts.size()]) !=
+            expected[(i + t * 97) % texts.size()])
           ++mismatches[t];
     });
   }
@@ -333,7 +351,8 @@ TEST_F(TrainedTokenizer, FromSpecMatchesFromJson) {
   const json config = json::parse(trained_tokenizer_json());
   TokenizerSpec spec;
   spec.vocab.resize(static_cast<size_t>(tokenizer_->vocab_size()));
-  for (const auto& [token, id] : config["model"]["vocab"].items()) spec.vocab[id.get<size_t>()] = token;
+  for (const auto& [token, id] : config["model"]["vocab"].items())
+    spec.vocab[id.get<size_t>()] = token;
   for (const auto& merge : config["model"]["merges"]) {
     const std::string text = merge;
     spec.merges.emplace_back(text.substr(0, text.find(' ')), text.substr(text.find(' ') + 1));
@@ -354,7 +373,8 @@ TEST_F(TrainedTokenizer, FromSpecMatchesFromJson) {
     const std::string text = random_utf8(rng, 30) + "<|eot_id|>" + random_utf8(rng, 10);
     ASSERT_EQ(from_spec.encode(text), tokenizer_->encode(text)) << "case " << i;
   }
-  for (const auto& text : bundled_texts()) EXPECT_EQ(from_spec.encode(text), tokenizer_->encode(text));
+  for (const auto& text : bundled_texts())
+    EXPECT_EQ(from_spec.encode(text), tokenizer_->encode(text));
 }
 
 // Loads a broken variant of a valid file and checks the error names the file and the problem.
@@ -400,10 +420,10 @@ TEST(MalformedTokenizerJson, NamesTheFileAndTheProblem) {
   expect_load_error(with("/model/byte_fallback"_json_pointer, true), "byte_fallback");
   expect_load_error(with("/added_tokens"_json_pointer, json::array({json{{"content", "<x>"}}})),
                     "added_tokens");
-  expect_load_error(
-      with("/pre_tokenizer"_json_pointer,
-           json{{"type", "Split"}, {"pattern", {{"Regex", "(unclosed"}}}, {"behavior", "Isolated"}}),
-      "regex");
+  expect_load_error(with("/pre_tokenizer"_json_pointer, json{{"type", "Split"},
+                                                             {"pattern", {{"Regex", "(unclosed"}}},
+                                                             {"behavior", "Isolated"}}),
+                    "regex");
   expect_load_error(
       with("/pre_tokenizer"_json_pointer,
            json{{"type", "Split"}, {"pattern", {{"Regex", "x"}}}, {"behavior", "Removed"}}),

@@ -1,6 +1,9 @@
 #pragma once
 // Shared helpers for the tokenizer tests (header-only: the test glob compiles only *_test.cpp):
 // the bundled training text, a trained tokenizer.json, scratch directories, running commands.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <cstdio>
@@ -10,8 +13,6 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <vector>
 
 #include "engine/tokenizer/bpe_trainer.h"
@@ -35,8 +36,8 @@ inline void write_file(const std::filesystem::path& path, const std::string& con
 // Every resources/text/*.txt file, sorted by name.
 inline std::vector<std::string> bundled_texts() {
   std::vector<std::filesystem::path> files;
-  for (const auto& entry :
-       std::filesystem::directory_iterator(std::filesystem::path(LAZYSCOPE_SOURCE_DIR) / "resources/text"))
+  for (const auto& entry : std::filesystem::directory_iterator(
+           std::filesystem::path(LAZYSCOPE_SOURCE_DIR) / "resources/text"))
     if (entry.path().extension() == ".txt") files.push_back(entry.path());
   std::sort(files.begin(), files.end());
   std::vector<std::string> texts;
@@ -60,7 +61,8 @@ inline const std::string& trained_tokenizer_json() {
 inline std::filesystem::path scratch_dir(const std::string& tag) {
   static std::mt19937_64 rng{std::random_device{}()};
   const auto dir = std::filesystem::temp_directory_path() /
-                   ("lazyscope-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(rng() % 1000000));
+                   ("lazyscope-" + tag + "-" + std::to_string(::getpid()) + "-" +
+                    std::to_string(rng() % 1000000));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
@@ -86,7 +88,8 @@ inline int run_command(const std::string& command, std::string& output, bool mer
   output.clear();
   std::array<char, 4096> buffer{};
   size_t n = 0;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    output.append(buffer.data(), n);
   const int status = ::pclose(pipe);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
