@@ -4,6 +4,8 @@
 
 #include <pcre2.h>
 
+#include <algorithm>
+
 #include "kernels/error.h"
 
 namespace lazyscope {
@@ -139,6 +141,71 @@ std::vector<std::string_view> RegexSplitter::split_isolated(std::string_view tex
     cursor = end;
   }
   if (cursor < text.size()) pieces.push_back(text.substr(cursor));
+  return pieces;
+}
+
+std::vector<std::string_view> RegexSplitter::split(std::string_view text, SplitBehavior behavior,
+                                                   bool invert) const {
+  if (behavior == SplitBehavior::kIsolated && !invert) return split_isolated(text);
+  // Every match and every gap in order, flagged; then merged as HF's SplitDelimiterBehavior does.
+  struct Span {
+    size_t begin, end;
+    bool is_match;
+  };
+  std::vector<Span> spans;
+  size_t cursor = 0;
+  for (const auto& [begin, end] : find_all(text)) {
+    if (begin > cursor) spans.push_back({cursor, begin, invert});
+    spans.push_back({begin, end, !invert});
+    cursor = end;
+  }
+  if (cursor < text.size()) spans.push_back({cursor, text.size(), invert});
+
+  std::vector<Span> merged;
+  bool previous_match = false;
+  switch (behavior) {
+    case SplitBehavior::kIsolated:
+      merged = spans;
+      break;
+    case SplitBehavior::kRemoved:
+      for (const auto& span : spans)
+        if (!span.is_match) merged.push_back(span);
+      break;
+    case SplitBehavior::kMergedWithPrevious:
+      for (const auto& span : spans) {
+        if (span.is_match && !previous_match && !merged.empty()) {
+          merged.back().end = span.end;
+        } else {
+          merged.push_back(span);
+        }
+        previous_match = span.is_match;
+      }
+      break;
+    case SplitBehavior::kMergedWithNext:
+      for (auto it = spans.rbegin(); it != spans.rend(); ++it) {
+        if (it->is_match && !previous_match && !merged.empty()) {
+          merged.back().begin = it->begin;
+        } else {
+          merged.push_back(*it);
+        }
+        previous_match = it->is_match;
+      }
+      std::reverse(merged.begin(), merged.end());
+      break;
+    case SplitBehavior::kContiguous:
+      for (const auto& span : spans) {
+        if (span.is_match == previous_match && !merged.empty()) {
+          merged.back().end = span.end;
+        } else {
+          merged.push_back(span);
+        }
+        previous_match = span.is_match;
+      }
+      break;
+  }
+  std::vector<std::string_view> pieces;
+  pieces.reserve(merged.size());
+  for (const auto& span : merged) pieces.push_back(text.substr(span.begin, span.end - span.begin));
   return pieces;
 }
 

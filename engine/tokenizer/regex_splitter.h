@@ -17,6 +17,9 @@ inline constexpr const char* kLlama3SplitPattern =
 inline constexpr const char* kGpt2SplitPattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
+// What HF's Split pre-tokenizer does with each match (SplitDelimiterBehavior).
+enum class SplitBehavior { kIsolated, kRemoved, kMergedWithPrevious, kMergedWithNext, kContiguous };
+
 class RegexSplitter {
  public:
   // Throws Error naming `context` and the PCRE2 message when the pattern does not compile.
@@ -31,6 +34,10 @@ class RegexSplitter {
 
   // HF Split with behavior Isolated: matches and the gaps between them, in order, none empty.
   std::vector<std::string_view> split_isolated(std::string_view text) const;
+
+  // HF Split with any behavior; invert swaps the roles of matches and gaps first.
+  std::vector<std::string_view> split(std::string_view text, SplitBehavior behavior,
+                                      bool invert) const;
 
   const std::string& pattern() const { return pattern_; }
 

@@ -20,10 +20,12 @@ using nlohmann::json;
 
 namespace {
 
-// One pre-tokenizer stage: optional space prefix on each piece, then an optional Isolated split.
+// One pre-tokenizer stage: optional space prefix on each piece, then an optional regex split.
 struct PreTokenizerStage {
   bool add_prefix_space = false;
   std::optional<RegexSplitter> splitter;
+  SplitBehavior behavior = SplitBehavior::kIsolated;
+  bool invert = false;
 };
 
 std::string read_text_file(const std::filesystem::path& path) {
@@ -115,7 +117,8 @@ void Tokenizer::Impl::pre_tokenize(std::string_view text, std::vector<int32_t>& 
       std::vector<std::string_view> next;
       next.reserve(pieces.size());
       for (auto piece : pieces)
-        for (auto part : stage.splitter->split_isolated(piece)) next.push_back(part);
+        for (auto part : stage.splitter->split(piece, stage.behavior, stage.invert))
+          next.push_back(part);
       pieces = std::move(next);
     }
   }
@@ -149,12 +152,23 @@ void parse_pre_tokenizer(const json& node, const std::string& where,
     } else {
       throw Error(where + ": Split pattern must be {\"Regex\": ...} or {\"String\": ...}");
     }
-    const std::string behavior = node.value("behavior", std::string("Isolated"));
-    if (behavior != "Isolated")
-      throw Error(where + ": Split behavior \"" + behavior + "\" is not supported (only Isolated)");
-    if (bool_field(node, "invert", false))
-      throw Error(where + ": Split with invert=true is not supported");
-    stages.push_back(PreTokenizerStage{false, RegexSplitter(regex, where + " Split")});
+    const std::string behavior_name = node.value("behavior", std::string("Isolated"));
+    SplitBehavior behavior;
+    if (behavior_name == "Isolated") {
+      behavior = SplitBehavior::kIsolated;
+    } else if (behavior_name == "Removed") {
+      behavior = SplitBehavior::kRemoved;
+    } else if (behavior_name == "MergedWithPrevious") {
+      behavior = SplitBehavior::kMergedWithPrevious;
+    } else if (behavior_name == "MergedWithNext") {
+      behavior = SplitBehavior::kMergedWithNext;
+    } else if (behavior_name == "Contiguous") {
+      behavior = SplitBehavior::kContiguous;
+    } else {
+      throw Error(where + ": Split behavior \"" + behavior_name + "\" is not supported");
+    }
+    stages.push_back(PreTokenizerStage{false, RegexSplitter(regex, where + " Split"), behavior,
+                                       bool_field(node, "invert", false)});
   } else if (type == "Digits") {
     // Digits are \p{N} in HF (Rust's char::is_numeric); each alone, or runs kept together.
     const char* pattern = bool_field(node, "individual_digits", false) ? R"(\p{N})" : R"(\p{N}+)";

@@ -268,6 +268,31 @@ std::vector<Variant> variants() {
   added["added_tokens"].push_back(token(2050, "<mask>", true, false, true));
   added["added_tokens"].push_back(token(2051, "Harrow", false, true, false));
   result.push_back({"added_tokens", added, false});
+
+  // Every Split behavior (and invert) on a punctuation pattern, ahead of GPT-2's ByteLevel.
+  for (const char* behavior :
+       {"Removed", "MergedWithPrevious", "MergedWithNext", "Contiguous", "Isolated-invert"}) {
+    const std::string name = behavior;
+    const bool invert = name == "Isolated-invert";
+    json split = gpt2;
+    split["pre_tokenizer"] = json{{"type", "Sequence"},
+                                  {"pretokenizers",
+                                   {json{{"type", "Split"},
+                                         {"pattern", {{"Regex", R"([\p{P}\s]+)"}}},
+                                         {"behavior", invert ? "Isolated" : behavior},
+                                         {"invert", invert}},
+                                    gpt2["pre_tokenizer"]}}};
+    result.push_back({"split_" + name, split, name != "Removed"});
+  }
+  json literal = gpt2;
+  literal["pre_tokenizer"] = json{{"type", "Sequence"},
+                                  {"pretokenizers",
+                                   {json{{"type", "Split"},
+                                         {"pattern", {{"String", ", "}}},
+                                         {"behavior", "MergedWithNext"},
+                                         {"invert", false}},
+                                    gpt2["pre_tokenizer"]}}};
+  result.push_back({"split_string", literal});
   return result;
 }
 

@@ -426,8 +426,8 @@ TEST(MalformedTokenizerJson, NamesTheFileAndTheProblem) {
                     "regex");
   expect_load_error(
       with("/pre_tokenizer"_json_pointer,
-           json{{"type", "Split"}, {"pattern", {{"Regex", "x"}}}, {"behavior", "Removed"}}),
-      "Removed");
+           json{{"type", "Split"}, {"pattern", {{"Regex", "x"}}}, {"behavior", "Sideways"}}),
+      "Sideways");
 }
 
 TEST(MalformedTokenizerJson, MissingFileIsNamed) {
