@@ -137,7 +137,7 @@ double prefill_ms(const Pool& pool, const std::vector<KvEntry>& table, int n, bo
   append_table(plan, table.data(), int(table.size()), kBlock, lazy);
   const int total = plan.seq_total_keys[0];
   DeviceBuffer entries = upload(plan.entries), tiles = upload(plan.tiles);
-  DeviceBuffer shifts = upload(plan.distinct_shifts);
+  DeviceBuffer shifts = upload(plan.distinct_shifts), tile_shift = upload(plan.tile_shift_index);
   const int num_shifts = int(plan.distinct_shifts.size());
   DeviceBuffer q_rotated(lazy ? lazy_query_workspace_elements(n, kHeads, kDim, num_shifts) * 2 : 16);
   std::vector<int32_t> positions(n);
@@ -168,6 +168,7 @@ double prefill_ms(const Pool& pool, const std::vector<KvEntry>& table, int n, bo
     p.inv_freq = inv_freq.as<float>();
     p.lazy = lazy;
     p.shifts = shifts.as<int32_t>();
+    p.tile_shift_index = tile_shift.as<int32_t>();
     p.num_shifts = num_shifts;
     p.q_rotated = q_rotated.as<bf16_bits>();
     p.out = out.as<bf16_bits>();

@@ -27,7 +27,7 @@ struct alignas(16) KvEntry {
 struct alignas(16) KvTile {
   int32_t entry_begin = 0;
   int32_t entry_count = 0;
-  int32_t shift = 0;      // index of the tile's shift in the sequence's distinct shifts
+  int32_t shift = 0;
   int32_t key_start = 0;
 };
 
@@ -42,9 +42,10 @@ struct AttentionPlan {
   std::vector<int32_t> seq_tile_offsets{0};   // [batch + 1]
   std::vector<int32_t> seq_total_keys;        // [batch]
   int max_entries = 0;                        // longest table in entries
-  // Lazy prefill: each sequence's distinct shifts (tiles hold indices into them).
+  // Lazy prefill: each sequence's distinct shifts, and each tile's index into them.
   std::vector<int32_t> distinct_shifts;
   std::vector<int32_t> seq_shift_offsets{0};  // [batch + 1]
+  std::vector<int32_t> tile_shift_index;      // parallel to tiles, sequence-local
 };
 
 // Appends one sequence given as (block, shift, valid) entries (key_start is filled in); throws
@@ -97,8 +98,9 @@ struct PrefillParams {
   const float* inv_freq = nullptr;
   bool lazy = false;
   // Lazy: the query rotated once per distinct shift by a pre-pass into q_rotated
-  // [num_shifts][n][num_heads * head_dim]; tiles pick theirs by their shift index.
+  // [num_shifts][n][num_heads * head_dim]; tiles pick theirs through tile_shift_index.
   const int32_t* shifts = nullptr;            // [num_shifts], device
+  const int32_t* tile_shift_index = nullptr;  // [num_tiles], device
   int num_shifts = 0;
   bf16_bits* q_rotated = nullptr;             // workspace, lazy_query_workspace_elements()
   bf16_bits* out = nullptr;              // [n, num_heads, head_dim]

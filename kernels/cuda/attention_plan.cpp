@@ -45,14 +45,14 @@ void append_table(AttentionPlan& plan, const KvEntry* table, int count, int bloc
     plan.tiles.push_back(tile);
     i = j;
   }
-  // Distinct shifts of this sequence, in first-seen order; tiles keep their index into them.
+  // Distinct shifts of this sequence, in first-seen order, and each tile's index into them.
   const std::size_t shift_base = plan.distinct_shifts.size();
   for (std::size_t t = plan.seq_tile_offsets.back(); t < plan.tiles.size(); ++t) {
     const int shift = plan.tiles[t].shift;
     std::size_t index = shift_base;
     while (index < plan.distinct_shifts.size() && plan.distinct_shifts[index] != shift) ++index;
     if (index == plan.distinct_shifts.size()) plan.distinct_shifts.push_back(shift);
-    plan.tiles[t].shift = int32_t(index - shift_base);
+    plan.tile_shift_index.push_back(int32_t(index - shift_base));
   }
   plan.seq_shift_offsets.push_back(int32_t(plan.distinct_shifts.size()));
   plan.seq_entry_offsets.push_back(int32_t(plan.entries.size()));

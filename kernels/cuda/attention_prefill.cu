@@ -31,13 +31,8 @@ constexpr int smem_bytes() {
 }
 
 // MT: 16-row MMA tiles per warp (2 halves the shared-memory traffic per MMA of K and V).
-// Lazy and plain calls run this same kernel: the query rows come from `q_source`, holding one
-// copy per distinct shift (lazy: rotated by (m − δ) in the pre-pass; plain: the query itself,
-// rotated at write time). MULTI_SHIFT walks the tiles run by run (one shift index each) and
-// restages q_s between runs; without it (plain) the run logic is compiled out.
-template <int D, int MT, bool MULTI_SHIFT>
-__global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p, const bf16_bits* q_source,
-                                                              int64_t q_source_row_stride, int64_t q_source_shift_stride) {
+template <int D, int MT, bool LAZY>
+__global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
   constexpr int kLd = D + 8;  // padded row: ldmatrix rows land in distinct banks
   constexpr int kRows = rows_per_cta<MT>();
   extern __shared__ __align__(16) uint8_t smem[];
@@ -124,36 +119,11 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p, c
   const float score_scale = rsqrtf(float(D)) * kLog2e;
 
   if (tile_begin < tile_end) {
-    int run = MULTI_SHIFT ? p.tiles[tile_begin].shift : 0;  // the shift index (see KvTile)
-    stage_q(q_source + run * q_source_shift_stride, q_source_row_stride);
+    if constexpr (!LAZY) stage_q(p.q, p.q_row_stride);  // plain: rotated at write time, staged once
     load_tile(tile_begin, 0);
     cp_async_commit();
-    int ti = tile_begin;
-    // Outer loop over runs of one shift index, so the inner (hot) loop is the plain kernel's.
-    while (ti < tile_end) {
-      int run_end = tile_end;
-      if constexpr (MULTI_SHIFT) {
-        if (ti != tile_begin) {
-          // Next shift: stage its query rows (q_s is free: the last iteration ended at a barrier).
-          run = p.tiles[ti].shift;
-          stage_q(q_source + run * q_source_shift_stride, q_source_row_stride);
-          cp_async_commit();
-          cp_async_wait<0>();
-        }
-        // The run ends at the first tile with another shift index (32 tiles checked at a time).
-        run_end = ti;
-        while (true) {
-          const int t = run_end + lane;
-          const bool same = t < tile_end && p.tiles[t].shift == run;
-          const unsigned other = __ballot_sync(0xffffffffu, !same);
-          if (other != 0) {
-            run_end += __ffs(other) - 1;
-            break;
-          }
-          run_end += 32;
-        }
-      }
-    for (; ti < run_end; ++ti) {
+    int current_run = -1;
+    for (int ti = tile_begin; ti < tile_end; ++ti) {
       const int stage = (ti - tile_begin) & 1;
       if (ti + 1 < tile_end) {
         load_tile(ti + 1, stage ^ 1);
@@ -161,6 +131,16 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p, c
         cp_async_wait<1>();
       } else {
         cp_async_wait<0>();
+      }
+      if constexpr (LAZY) {
+        const int run = p.tile_shift_index[ti];
+        if (run != current_run) {
+          // A new shift: stage this shift's pre-rotated query tile (rotated once by (m − δ)).
+          current_run = run;
+          stage_q(p.q_rotated + int64_t(run) * p.n * p.num_heads * D, int64_t(p.num_heads) * D);
+          cp_async_commit();
+          cp_async_wait<0>();
+        }
       }
       __syncthreads();
       const __nv_bfloat16* k_tile = k_s + stage * kKeys * kLd;
@@ -256,7 +236,6 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p, c
       }
       __syncthreads();  // this stage (and q_s) may be rewritten by the next iteration
     }
-    }
   }
 
   // Epilogue: finish the row sums across the quad, then write rows or split partials.
@@ -315,35 +294,37 @@ __global__ void rotate_queries_kernel(PrefillParams p) {
   }
 }
 
-template <int D, int MT, bool MULTI_SHIFT>
+template <int D, int MT, bool LAZY>
 void launch_prefill(const PrefillParams& p, cudaStream_t stream) {
   constexpr int kSmem = smem_bytes<D, MT>();
   static bool configured = false;  // one attribute call per instantiation
   if (!configured) {
-    LAZYSCOPE_CUDA_CHECK(cudaFuncSetAttribute(prefill_kernel<D, MT, MULTI_SHIFT>,
-                                              cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+    LAZYSCOPE_CUDA_CHECK(
+        cudaFuncSetAttribute(prefill_kernel<D, MT, LAZY>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
     configured = true;
   }
   const int rows = p.n * (p.num_heads / p.num_kv_heads);
   constexpr int kRows = rows_per_cta<MT>();
   dim3 grid((rows + kRows - 1) / kRows, p.num_kv_heads, p.num_splits);
-  // Plain: one query copy (every tile has shift index 0). Lazy: the pre-pass copies.
-  const bf16_bits* source = p.lazy ? p.q_rotated : p.q;
-  const int64_t row_stride = p.lazy ? int64_t(p.num_heads) * D : p.q_row_stride;
-  const int64_t shift_stride = p.lazy ? int64_t(p.n) * p.num_heads * D : 0;
-  prefill_kernel<D, MT, MULTI_SHIFT><<<grid, kWarps * 32, kSmem, stream>>>(p, source, row_stride, shift_stride);
+  prefill_kernel<D, MT, LAZY><<<grid, kWarps * 32, kSmem, stream>>>(p);
   LAZYSCOPE_CUDA_LAUNCH_CHECK();
+}
+
+template <int D, int MT>
+void dispatch_lazy(const PrefillParams& p, cudaStream_t stream) {
+  if (p.lazy) {
+    launch_prefill<D, MT, true>(p, stream);
+  } else {
+    launch_prefill<D, MT, false>(p, stream);
+  }
 }
 
 template <int D>
 void dispatch_prefill(const PrefillParams& p, cudaStream_t stream) {
-  // The plain variant compiles the shift runs out (one run); lazy calls with a single distinct
-  // shift take it too (their one pre-rotated copy is the whole query).
-  const bool multi = p.lazy && p.num_shifts > 1;
   if (p.rows_per_warp == 16) {
-    if (multi) launch_prefill<D, 1, true>(p, stream); else launch_prefill<D, 1, false>(p, stream);
+    dispatch_lazy<D, 1>(p, stream);
   } else {
-    if (multi) launch_prefill<D, 2, true>(p, stream); else launch_prefill<D, 2, false>(p, stream);
+    dispatch_lazy<D, 2>(p, stream);
   }
 }
 
@@ -367,7 +348,7 @@ void prefill_attention(const PrefillParams& p, cudaStream_t stream) {
     throw Error("cuda prefill attention: split workspace missing");
   }
   if (p.lazy) {
-    if (p.q_rotated == nullptr || p.shifts == nullptr || p.num_shifts < 1) {
+    if (p.q_rotated == nullptr || p.shifts == nullptr || p.tile_shift_index == nullptr || p.num_shifts < 1) {
       throw Error("cuda prefill attention: lazy call without shifts or rotated-query workspace");
     }
     rotate_queries_kernel<<<dim3(p.n, p.num_shifts), 256, p.head_dim * sizeof(float), stream>>>(p);

@@ -230,6 +230,8 @@ void CudaBackend::forward(const ForwardStep& step, std::vector<float>* logits) {
   const std::size_t offsets_at =
       append_aligned(host_meta_, plan.seq_entry_offsets.data(), plan.seq_entry_offsets.size());
   const std::size_t shifts_at = append_aligned(host_meta_, plan.distinct_shifts.data(), plan.distinct_shifts.size());
+  const std::size_t tile_shift_at =
+      append_aligned(host_meta_, plan.tile_shift_index.data(), plan.tile_shift_index.size());
   const int num_shifts = int(plan.distinct_shifts.size());
   if (!decode && step.lazy_rotation) {
     q_rotated_.reserve(lazy_query_workspace_elements(n, shape_.num_heads, shape_.head_dim, num_shifts) * 2);
@@ -245,6 +247,7 @@ void CudaBackend::forward(const ForwardStep& step, std::vector<float>* logits) {
   const KvTile* d_tiles = reinterpret_cast<const KvTile*>(meta + tiles_at);
   const int32_t* d_offsets = reinterpret_cast<const int32_t*>(meta + offsets_at);
   const int32_t* d_shifts = reinterpret_cast<const int32_t*>(meta + shifts_at);
+  const int32_t* d_tile_shift = reinterpret_cast<const int32_t*>(meta + tile_shift_at);
 
   float* x = x_.as<float>();
   bf16_bits* h = h_.as<bf16_bits>();
@@ -316,6 +319,7 @@ void CudaBackend::forward(const ForwardStep& step, std::vector<float>* logits) {
       ap.inv_freq = inv_freq_.as<float>();
       ap.lazy = step.lazy_rotation;
       ap.shifts = d_shifts;
+      ap.tile_shift_index = d_tile_shift;
       ap.num_shifts = num_shifts;
       ap.q_rotated = step.lazy_rotation ? q_rotated_.as<bf16_bits>() : nullptr;
       ap.out = attn;

@@ -222,7 +222,7 @@ TEST_P(AttentionTest, PrefillMatchesCpuReference) {
     DeviceBuffer d_q = upload_as_bf16(gpu_query(c, q, positions, heads, inv_freq));
     DeviceBuffer d_k = upload_as_bf16(pool.k), d_v = upload_as_bf16(pool.v);
     DeviceBuffer d_entries = upload(plan.entries), d_tiles = upload(plan.tiles);
-    DeviceBuffer d_shifts = upload(plan.distinct_shifts);
+    DeviceBuffer d_shifts = upload(plan.distinct_shifts), d_tile_shift = upload(plan.tile_shift_index);
     const int num_shifts = int(plan.distinct_shifts.size());
     DeviceBuffer d_q_rotated(lazy_query_workspace_elements(n, heads, c.head_dim, num_shifts) * 2);
     DeviceBuffer d_positions = upload(positions), d_inv = upload(inv_freq);
@@ -251,6 +251,7 @@ TEST_P(AttentionTest, PrefillMatchesCpuReference) {
       p.inv_freq = d_inv.as<float>();
       p.lazy = c.lazy;
       p.shifts = d_shifts.as<int32_t>();
+      p.tile_shift_index = d_tile_shift.as<int32_t>();
       p.num_shifts = num_shifts;
       p.q_rotated = d_q_rotated.as<bf16_bits>();
       p.out = d_out.as<bf16_bits>();
@@ -288,11 +289,11 @@ TEST(AttentionPlanTest, TilesFollowShiftRunsAndTileWidth) {
   EXPECT_EQ(plan.tiles[0].entry_count, 4);
   EXPECT_EQ(plan.tiles[1].entry_count, 2);
   EXPECT_EQ(plan.tiles[2].entry_count, 2);
-  EXPECT_EQ(plan.tiles[2].shift, 1);  // index into the distinct shifts
+  EXPECT_EQ(plan.tiles[2].shift, 9);
   EXPECT_EQ(plan.tiles[2].key_start, 96);
   EXPECT_EQ(plan.seq_total_keys[0], 6 * 16 + 16 + 3);
   EXPECT_EQ(plan.distinct_shifts, (std::vector<int32_t>{0, 9}));
-  EXPECT_EQ(plan.tiles[0].shift, 0);
+  EXPECT_EQ(plan.tile_shift_index, (std::vector<int32_t>{0, 0, 1}));
 }
 
 class KvCacheTest : public testing::TestWithParam<int> {};
