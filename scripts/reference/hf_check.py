@@ -131,11 +131,17 @@ def make_checkpoint(args):
         "bos_token_id": bos,
         "eos_token_id": eos,
     }
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        # transformers 5 keeps theta and scaling together in rope_parameters.
+        rope = dict(config_dict.pop("rope_scaling"))
+        rope["rope_theta"] = config_dict.pop("rope_theta")
+        config_dict["rope_parameters"] = rope
     config = LlamaConfig.from_dict(config_dict)
-    # transformers 5 moves rope_scaling into rope_parameters; either way llama3 must survive.
+    # Whatever layout this version uses, llama3 scaling and theta 500000 must survive.
     rope = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
-    if isinstance(rope, dict) and rope.get("rope_type", rope.get("type")) != "llama3":
-        fail(f"transformers {transformers.__version__} dropped the llama3 rope scaling: {rope}")
+    theta = rope.get("rope_theta", getattr(config, "rope_theta", None)) if isinstance(rope, dict) else None
+    if not isinstance(rope, dict) or rope.get("rope_type", rope.get("type")) != "llama3" or theta != 500000.0:
+        fail(f"transformers {transformers.__version__} lost the llama3 rope settings: {rope}, theta {theta}")
 
     torch.manual_seed(args.seed)
     model = LlamaForCausalLM(config)
