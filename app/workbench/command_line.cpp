@@ -7,21 +7,31 @@
 
 namespace lazyscope::workbench {
 
-bool parse_command_line(const QStringList& arguments, WorkbenchOptions* options, QString* error, bool* exit_now) {
+bool parse_command_line(const QStringList& arguments, WorkbenchOptions* options, QString* error,
+                        bool* exit_now) {
   *exit_now = false;
   QCommandLineParser parser;
-  parser.setApplicationDescription(QStringLiteral(
-      "LazyScope workbench: retrieve and reorder documents, run lazy vs materialized KV reuse, watch the KV pool."));
+  parser.setApplicationDescription(
+      QStringLiteral("LazyScope workbench: retrieve and reorder documents, run lazy vs "
+                     "materialized KV reuse, watch the KV pool."));
   const QCommandLineOption help = parser.addHelpOption();
   const QCommandLineOption version = parser.addVersionOption();
-  const QCommandLineOption model({"m", "model"}, "Model: HF checkpoint directory or .gguf file.", "DIR");
-  const QCommandLineOption corpus({"c", "corpus"}, "Corpus SQLite store (lazyscope-cli corpus import).", "DB");
-  const QCommandLineOption backend("backend", "Compute backend: auto, cpu or cuda.", "auto|cpu|cuda", "auto");
-  const QCommandLineOption budget("kv-budget", "KV pool size, e.g. 64MiB, 1GiB; auto: ~640 blocks.", "BYTES", "auto");
-  const QCommandLineOption screenshot("screenshot", "Save the window to FILE (PNG) and quit.", "FILE");
-  const QCommandLineOption demo("demo", "Retrieve, run lazy + materialized, reverse the documents, run again.");
-  const QCommandLineOption size("size", "Window size WxH (default 1600x1000 with --screenshot).", "WxH");
-  for (const auto& o : {model, corpus, backend, budget, screenshot, demo, size}) parser.addOption(o);
+  const QCommandLineOption model({"m", "model"}, "Model: HF checkpoint directory or .gguf file.",
+                                 "DIR");
+  const QCommandLineOption corpus({"c", "corpus"},
+                                  "Corpus SQLite store (lazyscope-cli corpus import).", "DB");
+  const QCommandLineOption backend("backend", "Compute backend: auto, cpu or cuda.",
+                                   "auto|cpu|cuda", "auto");
+  const QCommandLineOption budget("kv-budget", "KV pool size, e.g. 64MiB, 1GiB; auto: ~640 blocks.",
+                                  "BYTES", "auto");
+  const QCommandLineOption screenshot("screenshot", "Save the window to FILE (PNG) and quit.",
+                                      "FILE");
+  const QCommandLineOption demo(
+      "demo", "Retrieve, run lazy + materialized, reverse the documents, run again.");
+  const QCommandLineOption size("size", "Window size WxH (default 1600x1000 with --screenshot).",
+                                "WxH");
+  for (const auto& o : {model, corpus, backend, budget, screenshot, demo, size})
+    parser.addOption(o);
   if (!parser.parse(arguments)) {
     *error = parser.errorText();
     return false;
@@ -52,8 +62,10 @@ bool parse_command_line(const QStringList& arguments, WorkbenchOptions* options,
   if (parser.isSet(size)) {
     const QStringList parts = parser.value(size).split('x');
     bool ok_w = false, ok_h = false;
-    if (parts.size() == 2) options->window_size = QSize(parts[0].toInt(&ok_w), parts[1].toInt(&ok_h));
-    if (!ok_w || !ok_h || options->window_size.width() < 200 || options->window_size.height() < 200) {
+    if (parts.size() == 2)
+      options->window_size = QSize(parts[0].toInt(&ok_w), parts[1].toInt(&ok_h));
+    if (!ok_w || !ok_h || options->window_size.width() < 200 ||
+        options->window_size.height() < 200) {
       *error = QStringLiteral("--size must look like 1600x1000");
       return false;
     }

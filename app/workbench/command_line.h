@@ -7,19 +7,20 @@
 namespace lazyscope::workbench {
 
 struct WorkbenchOptions {
-  QString model;                     // empty: the default model
-  QString corpus;                    // empty: the bundled sample corpus
+  QString model;   // empty: the default model
+  QString corpus;  // empty: the bundled sample corpus
   QString backend = QStringLiteral("auto");
-  qint64 kv_budget_bytes = 0;        // 0: about 640 blocks of the loaded model
-  QString screenshot;                // save the window to this PNG, then quit
-  bool demo = false;                 // retrieve, run lazy + materialized, reorder, run again
-  QSize window_size;                 // fixed size (screenshots); empty: saved layout or default
-  bool restore_layout = true;        // QSettings geometry and dock state
-  bool load_default_model = true;    // tests turn this off to open models themselves
+  qint64 kv_budget_bytes = 0;      // 0: about 640 blocks of the loaded model
+  QString screenshot;              // save the window to this PNG, then quit
+  bool demo = false;               // retrieve, run lazy + materialized, reorder, run again
+  QSize window_size;               // fixed size (screenshots); empty: saved layout or default
+  bool restore_layout = true;      // QSettings geometry and dock state
+  bool load_default_model = true;  // tests turn this off to open models themselves
 };
 
 // Parses arguments (argv[0] included). Returns false and fills `error` on bad input;
 // --help/--version print and set `exit_now`.
-bool parse_command_line(const QStringList& arguments, WorkbenchOptions* options, QString* error, bool* exit_now);
+bool parse_command_line(const QStringList& arguments, WorkbenchOptions* options, QString* error,
+                        bool* exit_now);
 
 }  // namespace lazyscope::workbench

@@ -32,7 +32,8 @@ QString CorpusSource::path() const { return QString::fromStdString(store_.path()
 
 QString CorpusSource::name() const {
   const std::string name = store_.metadata("name");
-  return name.empty() ? QString::fromStdString(store_.path().stem().string()) : QString::fromStdString(name);
+  return name.empty() ? QString::fromStdString(store_.path().stem().string())
+                      : QString::fromStdString(name);
 }
 
 qint64 CorpusSource::documentCount() const { return store_.count(); }

@@ -12,13 +12,16 @@
 
 namespace lazyscope::workbench {
 
-// Forwards engine callbacks (worker thread) as signals; receivers on the GUI thread get them queued.
+// Forwards engine callbacks (worker thread) as signals; receivers on the GUI thread get them
+// queued.
 class QtEventSink : public EventSink {
  public:
   explicit QtEventSink(EngineWorker* worker) : worker_(worker) {}
   void on_segment(const SegmentEvent& e) override { Q_EMIT worker_->segmentEvent(e); }
   void on_block(const BlockEvent& e) override { Q_EMIT worker_->blockEvent(e); }
-  void on_request_finished(const RequestFinishedEvent& e) override { Q_EMIT worker_->requestFinished(e); }
+  void on_request_finished(const RequestFinishedEvent& e) override {
+    Q_EMIT worker_->requestFinished(e);
+  }
   void on_pool(const PoolEvent& e) override { Q_EMIT worker_->poolEvent(e); }
 
  private:
@@ -38,7 +41,8 @@ void register_workbench_metatypes() {
   qRegisterMetaType<EquivalenceReport>();
 }
 
-EngineWorker::EngineWorker(QObject* parent) : QObject(parent), sink_(std::make_unique<QtEventSink>(this)) {}
+EngineWorker::EngineWorker(QObject* parent)
+    : QObject(parent), sink_(std::make_unique<QtEventSink>(this)) {}
 
 EngineWorker::~EngineWorker() {
   session_.reset();  // before the sink it reports to
@@ -70,7 +74,8 @@ void EngineWorker::openModel(const QString& path, const QString& backend, qint64
     Q_EMIT modelOpened(info);
     Q_EMIT snapshotReady(snapshot);
   } catch (const std::exception& e) {
-    Q_EMIT failed(QStringLiteral("Could not open the model %1").arg(path), QString::fromUtf8(e.what()));
+    Q_EMIT failed(QStringLiteral("Could not open the model %1").arg(path),
+                  QString::fromUtf8(e.what()));
   }
   Q_EMIT busyChanged(false);
 }
@@ -89,7 +94,8 @@ void EngineWorker::openDefaultModel(const QString& backend, qint64 kv_budget_byt
                                         QString::fromUtf8(what.data(), qsizetype(what.size())));
         });
       } catch (const std::exception& e) {
-        Q_EMIT failed(QStringLiteral("Could not make the tiny model in %1").arg(path), QString::fromUtf8(e.what()));
+        Q_EMIT failed(QStringLiteral("Could not make the tiny model in %1").arg(path),
+                      QString::fromUtf8(e.what()));
         Q_EMIT busyChanged(false);
         return;
       }
@@ -101,7 +107,8 @@ void EngineWorker::openDefaultModel(const QString& backend, qint64 kv_budget_byt
 
 void EngineWorker::runPlan(const RunPlan& plan) {
   if (!session_) {
-    Q_EMIT failed(QStringLiteral("Cannot run"), QStringLiteral("No model is loaded. Use File ▸ Open Model…"));
+    Q_EMIT failed(QStringLiteral("Cannot run"),
+                  QStringLiteral("No model is loaded. Use File ▸ Open Model…"));
     Q_EMIT planFinished(plan.run_index, false);
     return;
   }
@@ -139,7 +146,8 @@ void EngineWorker::runPlan(const RunPlan& plan) {
       cancelled = cancelled || result.cancelled;
       if (options.keep_logits) kept[choice.key] = std::move(result);
     } catch (const std::exception& e) {
-      Q_EMIT failed(QStringLiteral("The %1 run failed").arg(choice.key), QString::fromUtf8(e.what()));
+      Q_EMIT failed(QStringLiteral("The %1 run failed").arg(choice.key),
+                    QString::fromUtf8(e.what()));
       summary.cancelled = true;
       Q_EMIT runFinished(summary);
       Q_EMIT snapshotReady(session_->snapshot());

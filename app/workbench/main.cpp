@@ -13,7 +13,8 @@ int main(int argc, char** argv) {
   lazyscope::workbench::WorkbenchOptions options;
   QString error;
   bool exit_now = false;
-  if (!lazyscope::workbench::parse_command_line(QApplication::arguments(), &options, &error, &exit_now)) {
+  if (!lazyscope::workbench::parse_command_line(QApplication::arguments(), &options, &error,
+                                                &exit_now)) {
     std::fprintf(stderr, "lazyscope: %s\n", qPrintable(error));
     return 2;
   }

@@ -28,7 +28,8 @@
 namespace lazyscope::workbench {
 namespace {
 
-QDockWidget* make_dock(const QString& title, const QString& name, QWidget* content, QMainWindow* window) {
+QDockWidget* make_dock(const QString& title, const QString& name, QWidget* content,
+                       QMainWindow* window) {
   auto* dock = new QDockWidget(title, window);
   dock->setObjectName(name);  // saveState() needs stable names
   dock->setWidget(content);
@@ -37,11 +38,14 @@ QDockWidget* make_dock(const QString& title, const QString& name, QWidget* conte
   return dock;
 }
 
-QSettings user_settings() { return QSettings(QStringLiteral("LazyScope"), QStringLiteral("workbench")); }
+QSettings user_settings() {
+  return QSettings(QStringLiteral("LazyScope"), QStringLiteral("workbench"));
+}
 
 }  // namespace
 
-MainWindow::MainWindow(const WorkbenchOptions& options, QWidget* parent) : QMainWindow(parent), options_(options) {
+MainWindow::MainWindow(const WorkbenchOptions& options, QWidget* parent)
+    : QMainWindow(parent), options_(options) {
   register_workbench_metatypes();
   lazyscope_init_workbench_resources();
   setWindowTitle(tr("LazyScope workbench"));
@@ -73,8 +77,10 @@ MainWindow::MainWindow(const WorkbenchOptions& options, QWidget* parent) : QMain
   connect(block_map_->model(), &BlockMapModel::changed, this, &MainWindow::updateStatus);
 
   // Defaults from the bundled settings file; the user's own settings override them.
-  const QSettings defaults(QStringLiteral(":/lazyscope/default_settings.ini"), QSettings::IniFormat);
-  prompt_->setSystemText(defaults.value(QStringLiteral("run/system"), prompt_->systemText()).toString());
+  const QSettings defaults(QStringLiteral(":/lazyscope/default_settings.ini"),
+                           QSettings::IniFormat);
+  prompt_->setSystemText(
+      defaults.value(QStringLiteral("run/system"), prompt_->systemText()).toString());
   prompt_->setMaxTokens(defaults.value(QStringLiteral("run/max_tokens"), 32).toInt());
 
   resize(1600, 1000);
@@ -95,9 +101,10 @@ void MainWindow::buildDocks() {
   equivalence_ = new EquivalenceView(this);
   block_map_ = new BlockMapView(this);
   stats_ = new CacheStatsView(this);
-  auto* corpus_dock = make_dock(tr("Corpus & retrieval"), QStringLiteral("dock_corpus"), corpus_, this);
-  auto* equivalence_dock = make_dock(tr("Equivalence: lazy vs materialized"), QStringLiteral("dock_equivalence"),
-                                     equivalence_, this);
+  auto* corpus_dock =
+      make_dock(tr("Corpus & retrieval"), QStringLiteral("dock_corpus"), corpus_, this);
+  auto* equivalence_dock = make_dock(tr("Equivalence: lazy vs materialized"),
+                                     QStringLiteral("dock_equivalence"), equivalence_, this);
   auto* block_dock = make_dock(tr("KV block map"), QStringLiteral("dock_blocks"), block_map_, this);
   auto* stats_dock = make_dock(tr("Cache stats"), QStringLiteral("dock_stats"), stats_, this);
   addDockWidget(Qt::LeftDockWidgetArea, corpus_dock);
@@ -115,16 +122,18 @@ void MainWindow::buildDocks() {
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
   file->addAction(tr("Open &Model…"), QKeySequence::Open, this, [this] {
-    const QString dir = QFileDialog::getExistingDirectory(this, tr("Open model (HF checkpoint directory)"));
+    const QString dir =
+        QFileDialog::getExistingDirectory(this, tr("Open model (HF checkpoint directory)"));
     if (!dir.isEmpty()) openModel(dir);
   });
   file->addAction(tr("Open Model &File (.gguf)…"), this, [this] {
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open GGUF model"), {}, tr("GGUF (*.gguf)"));
+    const QString path =
+        QFileDialog::getOpenFileName(this, tr("Open GGUF model"), {}, tr("GGUF (*.gguf)"));
     if (!path.isEmpty()) openModel(path);
   });
   file->addAction(tr("Open &Corpus…"), this, [this] {
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open corpus store"), {},
-                                                      tr("LazyScope corpus (*.db *.sqlite);;All files (*)"));
+    const QString path = QFileDialog::getOpenFileName(
+        this, tr("Open corpus store"), {}, tr("LazyScope corpus (*.db *.sqlite);;All files (*)"));
     if (!path.isEmpty()) openCorpus(path);
   });
   file->addAction(tr("Open &Sample Corpus"), this, [this] { openCorpus(QString()); });
@@ -133,8 +142,8 @@ void MainWindow::buildMenus() {
     if (!busy_) QMetaObject::invokeMethod(worker_, &EngineWorker::clearCache, Qt::QueuedConnection);
   });
   file->addAction(tr("Save Screens&hot…"), this, [this] {
-    const QString path = QFileDialog::getSaveFileName(this, tr("Save screenshot"), QStringLiteral("lazyscope.png"),
-                                                      tr("PNG (*.png)"));
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Save screenshot"), QStringLiteral("lazyscope.png"), tr("PNG (*.png)"));
     if (!path.isEmpty()) saveScreenshot(path);
   });
   file->addSeparator();
@@ -143,10 +152,11 @@ void MainWindow::buildMenus() {
   QMenu* run = menuBar()->addMenu(tr("&Run"));
   run->addAction(tr("&Run"), QKeySequence(Qt::CTRL | Qt::Key_Return), this, [this] { startRun(); });
   run->addAction(tr("&Stop"), QKeySequence(Qt::Key_Escape), this, &MainWindow::stopRun);
-  run->addAction(tr("Re&verse Documents and Run"), QKeySequence(Qt::CTRL | Qt::Key_R), this, [this] {
-    corpus_->selectedModel()->reverse();
-    startRun();
-  });
+  run->addAction(tr("Re&verse Documents and Run"), QKeySequence(Qt::CTRL | Qt::Key_R), this,
+                 [this] {
+                   corpus_->selectedModel()->reverse();
+                   startRun();
+                 });
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
   for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
@@ -154,7 +164,8 @@ void MainWindow::buildMenus() {
   view->addAction(tr("&Reset Layout"), this, [this] { restoreState(default_state_); });
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
-  help->addAction(tr("&Quick Guide"), QKeySequence::HelpContents, this, &MainWindow::showQuickGuide);
+  help->addAction(tr("&Quick Guide"), QKeySequence::HelpContents, this,
+                  &MainWindow::showQuickGuide);
   help->addAction(tr("&About LazyScope"), this, &MainWindow::showAbout);
 }
 
@@ -171,8 +182,9 @@ void MainWindow::connectWorker() {
   });
   connect(w, &EngineWorker::tokenProduced, prompt_->runModel(), &RunModel::appendToken);
   connect(w, &EngineWorker::runFinished, prompt_->runModel(), &RunModel::finish);
-  connect(w, &EngineWorker::requestFinished, this,
-          [this](const RequestFinishedEvent& e) { stats_->model()->add(prompt_->runModel()->runIndex(), e); });
+  connect(w, &EngineWorker::requestFinished, this, [this](const RequestFinishedEvent& e) {
+    stats_->model()->add(prompt_->runModel()->runIndex(), e);
+  });
   connect(w, &EngineWorker::segmentEvent, block_map_->model(), &BlockMapModel::applySegment);
   connect(w, &EngineWorker::blockEvent, block_map_->model(), &BlockMapModel::applyBlock);
   connect(w, &EngineWorker::poolEvent, block_map_->model(), &BlockMapModel::applyPool);
@@ -196,12 +208,14 @@ void MainWindow::openModel(const QString& path) {
   }
   activity_label_->setText(tr("Loading %1…").arg(path));
   QMetaObject::invokeMethod(worker_, "openModel", Qt::QueuedConnection, Q_ARG(QString, path),
-                            Q_ARG(QString, options_.backend), Q_ARG(qint64, options_.kv_budget_bytes));
+                            Q_ARG(QString, options_.backend),
+                            Q_ARG(qint64, options_.kv_budget_bytes));
 }
 
 void MainWindow::openDefaultModel() {
   activity_label_->setText(tr("Loading the default model…"));
-  QMetaObject::invokeMethod(worker_, "openDefaultModel", Qt::QueuedConnection, Q_ARG(QString, options_.backend),
+  QMetaObject::invokeMethod(worker_, "openDefaultModel", Qt::QueuedConnection,
+                            Q_ARG(QString, options_.backend),
                             Q_ARG(qint64, options_.kv_budget_bytes));
 }
 
@@ -210,8 +224,9 @@ bool MainWindow::openCorpus(const QString& path) {
     corpus_->setCorpus(path.isEmpty() ? CorpusSource::openSample() : CorpusSource::open(path));
     return true;
   } catch (const std::exception& e) {
-    showError(tr("Could not open the corpus %1").arg(path.isEmpty() ? tr("(bundled sample)") : path),
-              QString::fromUtf8(e.what()));
+    showError(
+        tr("Could not open the corpus %1").arg(path.isEmpty() ? tr("(bundled sample)") : path),
+        QString::fromUtf8(e.what()));
     return false;
   }
 }
@@ -220,7 +235,8 @@ bool MainWindow::startRun() {
   // The worker runs queued calls in order, so a load still finishing is no reason to refuse.
   if (run_in_flight_) return false;
   if (!model_loaded_) {
-    showError(tr("Cannot run"), tr("No model is loaded yet. Wait for it, or use File ▸ Open Model…"));
+    showError(tr("Cannot run"),
+              tr("No model is loaded yet. Wait for it, or use File ▸ Open Model…"));
     return false;
   }
   const QStringList keys = prompt_->checkedPolicies();
@@ -250,7 +266,8 @@ bool MainWindow::startRun() {
   worker_->clearStop();
   prompt_->setBusy(true);
   activity_label_->setText(tr("Run %1 queued…").arg(plan.run_index));
-  QMetaObject::invokeMethod(worker_, "runPlan", Qt::QueuedConnection, Q_ARG(lazyscope::workbench::RunPlan, plan));
+  QMetaObject::invokeMethod(worker_, "runPlan", Qt::QueuedConnection,
+                            Q_ARG(lazyscope::workbench::RunPlan, plan));
   return true;
 }
 
@@ -264,7 +281,8 @@ void MainWindow::onPlanFinished(int run_index, bool cancelled) {
   run_in_flight_ = false;
   prompt_->setBusy(busy_);
   if (cancelled) prompt_->runModel()->stopWaiting();
-  activity_label_->setText(cancelled ? tr("Run %1 stopped.").arg(run_index) : tr("Run %1 finished.").arg(run_index));
+  activity_label_->setText(cancelled ? tr("Run %1 stopped.").arg(run_index)
+                                     : tr("Run %1 finished.").arg(run_index));
   Q_EMIT planFinished(run_index, cancelled);
   if (demo_stage_ > 0) continueDemo();
 }
@@ -350,10 +368,11 @@ bool MainWindow::saveScreenshot(const QString& path) {
   if (qEnvironmentVariableIsSet("LAZYSCOPE_LAYOUT_DEBUG"))
     for (QWidget* w : findChildren<QWidget*>())
       if (w->isVisible() && w->minimumSizeHint().width() > 300)
-        std::fprintf(stderr, "%s %s min %d\n", w->metaObject()->className(), qPrintable(w->objectName()),
-                     w->minimumSizeHint().width());
+        std::fprintf(stderr, "%s %s min %d\n", w->metaObject()->className(),
+                     qPrintable(w->objectName()), w->minimumSizeHint().width());
   const bool ok = grab().save(path, "PNG");
-  std::fprintf(ok ? stdout : stderr, "%s screenshot %s\n", ok ? "saved" : "could not save", qPrintable(path));
+  std::fprintf(ok ? stdout : stderr, "%s screenshot %s\n", ok ? "saved" : "could not save",
+               qPrintable(path));
   std::fflush(stdout);
   return ok;
 }
@@ -379,9 +398,10 @@ void MainWindow::showError(const QString& what, const QString& message) {
 
 void MainWindow::updateStatus() {
   if (model_loaded_)
-    model_label_->setText(tr("<b>%1</b> · backend %2 · %3").arg(model_info_.name.toHtmlEscaped(),
-                                                                model_info_.backend.toHtmlEscaped(),
-                                                                model_info_.device.toHtmlEscaped()));
+    model_label_->setText(tr("<b>%1</b> · backend %2 · %3")
+                              .arg(model_info_.name.toHtmlEscaped(),
+                                   model_info_.backend.toHtmlEscaped(),
+                                   model_info_.device.toHtmlEscaped()));
   const BlockMapModel* m = block_map_->model();
   const int total = m->blockCount();
   pool_label_->setText(total == 0 ? tr("KV pool: –")
@@ -425,25 +445,29 @@ void MainWindow::showQuickGuide() {
       tr("<h3>Try the central experiment</h3><ol>"
          "<li><b>Corpus &amp; retrieval</b>: pick a sample question (or type one) and press Enter: "
          "BM25 ranks the passages. Press <i>Use top-k as prompt</i>.</li>"
-         "<li><b>Prompt &amp; run</b>: keep <i>lazy</i> and <i>materialized</i> ticked and press <b>Run</b>. "
+         "<li><b>Prompt &amp; run</b>: keep <i>lazy</i> and <i>materialized</i> ticked and press "
+         "<b>Run</b>. "
          "Both columns stream their answer; TTFT and tokens/s sit under each.</li>"
          "<li>Drag the documents into a new order (or <i>Reverse</i>) and run again.</li>"
          "<li><b>KV block map</b>: lazy serves every document from the blocks it already has "
-         "(green rings, <i>reused</i>); materialized writes re-rotated copies (magenta rings, hatched cells, "
+         "(green rings, <i>reused</i>); materialized writes re-rotated copies (magenta rings, "
+         "hatched cells, "
          "<i>copied</i>).</li>"
-         "<li><b>Equivalence</b>: each cell is one generated step, coloured by the largest logit difference; "
+         "<li><b>Equivalence</b>: each cell is one generated step, coloured by the largest logit "
+         "difference; "
          "hover for the top-5 tokens of both runs.</li>"
          "<li><b>Cache stats</b>: hit ratios and bytes copied over your run history.</li></ol>"));
 }
 
 void MainWindow::showAbout() {
-  QMessageBox::about(this, tr("About LazyScope"),
-                     tr("<h3>LazyScope workbench</h3><p>A visual RAG workbench for LazyAttention: documents are "
-                        "cached once with keys at document-local positions, and the attention kernel rotates "
-                        "the query instead of copying keys, so one KV copy serves every position.</p>"
-                        "<p>Model: %1<br>Backend: %2 (%3)</p>")
-                         .arg(model_info_.name.isEmpty() ? tr("none") : model_info_.name.toHtmlEscaped(),
-                              model_info_.backend.toHtmlEscaped(), model_info_.device.toHtmlEscaped()));
+  QMessageBox::about(
+      this, tr("About LazyScope"),
+      tr("<h3>LazyScope workbench</h3><p>A visual RAG workbench for LazyAttention: documents are "
+         "cached once with keys at document-local positions, and the attention kernel rotates "
+         "the query instead of copying keys, so one KV copy serves every position.</p>"
+         "<p>Model: %1<br>Backend: %2 (%3)</p>")
+          .arg(model_info_.name.isEmpty() ? tr("none") : model_info_.name.toHtmlEscaped(),
+               model_info_.backend.toHtmlEscaped(), model_info_.device.toHtmlEscaped()));
 }
 
 }  // namespace lazyscope::workbench

@@ -23,11 +23,13 @@ std::filesystem::path training_text_dir() {
   const QByteArray env = qgetenv("LAZYSCOPE_TEXT_DIR");
   if (!env.isEmpty()) return std::filesystem::path(env.toStdString());
   lazyscope_init_workbench_resources();
-  const QString out = QStandardPaths::writableLocation(QStandardPaths::CacheLocation) + QStringLiteral("/training-text");
+  const QString out = QStandardPaths::writableLocation(QStandardPaths::CacheLocation) +
+                      QStringLiteral("/training-text");
   QDir().mkpath(out);
   const QDir bundled(QStringLiteral(":/lazyscope/text"));
   const QStringList files = bundled.entryList({QStringLiteral("*.txt")}, QDir::Files, QDir::Name);
-  if (files.isEmpty()) throw Error("the workbench was built without its bundled training text (resources/text)");
+  if (files.isEmpty())
+    throw Error("the workbench was built without its bundled training text (resources/text)");
   for (const QString& name : files) {
     const QString target = out + '/' + name;
     QFile::remove(target);
@@ -49,19 +51,22 @@ std::optional<QString> installed_default_model() {
 }
 
 QString tiny_model_dir() {
-  return QStandardPaths::writableLocation(QStandardPaths::CacheLocation) + QStringLiteral("/models/tiny");
+  return QStandardPaths::writableLocation(QStandardPaths::CacheLocation) +
+         QStringLiteral("/models/tiny");
 }
 
 bool tiny_model_present(const QString& dir) {
   const QDir d(dir);
   return d.exists(QStringLiteral("config.json")) && d.exists(QStringLiteral("tokenizer.json")) &&
-         (d.exists(QStringLiteral("model.safetensors")) || d.exists(QStringLiteral("model.safetensors.index.json")));
+         (d.exists(QStringLiteral("model.safetensors")) ||
+          d.exists(QStringLiteral("model.safetensors.index.json")));
 }
 
 void write_tiny_model(const QString& dir, const ProgressFn& progress) {
   CheckpointWriteOptions options;
   options.text_dir = training_text_dir();
-  write_model_checkpoint(find_model_preset("tiny"), 1, std::filesystem::path(dir.toStdString()), options, progress);
+  write_model_checkpoint(find_model_preset("tiny"), 1, std::filesystem::path(dir.toStdString()),
+                         options, progress);
 }
 
 qint64 auto_kv_budget(const QString& path, int target_blocks, int block_size) {

@@ -10,12 +10,9 @@ namespace lazyscope::workbench {
 const std::vector<PolicyChoice>& policy_choices() {
   // prefix caching only makes sense under full (causal) semantics; the rest are block mode.
   static const std::vector<PolicyChoice> choices = {
-      {"lazy", Mode::Block, Policy::Lazy},
-      {"materialized", Mode::Block, Policy::Materialized},
-      {"full", Mode::Full, Policy::None},
-      {"none", Mode::Block, Policy::None},
-      {"prefix", Mode::Full, Policy::Prefix},
-      {"positional", Mode::Block, Policy::Positional},
+      {"lazy", Mode::Block, Policy::Lazy},    {"materialized", Mode::Block, Policy::Materialized},
+      {"full", Mode::Full, Policy::None},     {"none", Mode::Block, Policy::None},
+      {"prefix", Mode::Full, Policy::Prefix}, {"positional", Mode::Block, Policy::Positional},
   };
   return choices;
 }
@@ -44,7 +41,8 @@ int EquivalenceReport::first_mismatch() const {
 }
 
 QString EquivalenceReport::summary() const {
-  if (steps.empty()) return QStringLiteral("no steps to compare yet: run %1 and %2").arg(key_a, key_b);
+  if (steps.empty())
+    return QStringLiteral("no steps to compare yet: run %1 and %2").arg(key_a, key_b);
   const QString worst = QString::number(double(max_abs_diff()), 'e', 1);
   const int tokens = std::min(tokens_a, tokens_b);
   const int bad = mismatches();
@@ -55,12 +53,13 @@ QString EquivalenceReport::summary() const {
                .arg(tokens)
                .arg(worst);
   else
-    text = QStringLiteral("%1 vs %2: argmax differs at %3 of %4 steps (first at step %5), max |Δ| %6")
-               .arg(key_a, key_b)
-               .arg(bad)
-               .arg(int(steps.size()))
-               .arg(first_mismatch())
-               .arg(worst);
+    text =
+        QStringLiteral("%1 vs %2: argmax differs at %3 of %4 steps (first at step %5), max |Δ| %6")
+            .arg(key_a, key_b)
+            .arg(bad)
+            .arg(int(steps.size()))
+            .arg(first_mismatch())
+            .arg(worst);
   if (tokens_a != tokens_b)
     text += QStringLiteral(" (%1 generated %2 tokens, %3 generated %4)")
                 .arg(key_a)

@@ -10,12 +10,13 @@ namespace {
 // Distinct hues that avoid the flash colours (green, orange, magenta, red) so rings stay legible.
 const QColor kPalette[] = {
     QColor(31, 119, 180), QColor(148, 103, 189), QColor(23, 190, 207),  QColor(140, 86, 75),
-    QColor(188, 189, 34),  QColor(0, 128, 128),   QColor(57, 59, 121),   QColor(189, 158, 57),
-    QColor(132, 60, 57),   QColor(99, 110, 150),  QColor(156, 158, 222), QColor(82, 130, 60),
+    QColor(188, 189, 34), QColor(0, 128, 128),   QColor(57, 59, 121),   QColor(189, 158, 57),
+    QColor(132, 60, 57),  QColor(99, 110, 150),  QColor(156, 158, 222), QColor(82, 130, 60),
 };
 
 QColor blend(const QColor& a, const QColor& b, double t) {
-  return QColor::fromRgbF(float(a.redF() * (1 - t) + b.redF() * t), float(a.greenF() * (1 - t) + b.greenF() * t),
+  return QColor::fromRgbF(float(a.redF() * (1 - t) + b.redF() * t),
+                          float(a.greenF() * (1 - t) + b.greenF() * t),
                           float(a.blueF() * (1 - t) + b.blueF() * t));
 }
 
@@ -46,7 +47,8 @@ QString BlockMapModel::documentLabel(const SegmentEntry& segment) const {
   // A copy is drawn in its source document's colour: find the document whose title it names.
   QString best;
   for (const auto& other : segments_)
-    if (other.kind == SegmentKind::Document && segment.label.contains(other.label) && other.label.size() > best.size())
+    if (other.kind == SegmentKind::Document && segment.label.contains(other.label) &&
+        other.label.size() > best.size())
       best = other.label;
   for (auto it = label_colors_.begin(); it != label_colors_.end(); ++it)
     if (segment.label.contains(it.key()) && it.key().size() > best.size()) best = it.key();
@@ -75,7 +77,9 @@ void BlockMapModel::touch(int block, BlockAction action) {
   BlockCell& cell = cells_[size_t(block)];
   const qint64 now = clock_.elapsed();
   // A release right after a hit or copy would hide the interesting event: keep that one.
-  if (action == BlockAction::Released && cell.flash_at_ms >= 0 && now - cell.flash_at_ms <= kFlashMs) return;
+  if (action == BlockAction::Released && cell.flash_at_ms >= 0 &&
+      now - cell.flash_at_ms <= kFlashMs)
+    return;
   cell.flash = action;
   cell.flash_at_ms = now;
 }
@@ -101,17 +105,29 @@ void BlockMapModel::applyBlock(const BlockEvent& event) {
       break;
     }
   }
-  if (event.action == BlockAction::Allocated || event.action == BlockAction::Copied) cell.ghost_copy = false;
-  if (event.action == BlockAction::Copied) cell.ghost_copy = true;  // stays marked after the copy is freed
+  if (event.action == BlockAction::Allocated || event.action == BlockAction::Copied)
+    cell.ghost_copy = false;
+  if (event.action == BlockAction::Copied)
+    cell.ghost_copy = true;  // stays marked after the copy is freed
   touch(event.block, event.action);
   if (!tallies_.empty()) {
     RunTally& tally = tallies_.back();
     switch (event.action) {
-      case BlockAction::Allocated: ++tally.allocated; break;
-      case BlockAction::Hit: ++tally.hit; break;
-      case BlockAction::Copied: ++tally.copied; break;
-      case BlockAction::Evicted: ++tally.evicted; break;
-      case BlockAction::Released: ++tally.released; break;
+      case BlockAction::Allocated:
+        ++tally.allocated;
+        break;
+      case BlockAction::Hit:
+        ++tally.hit;
+        break;
+      case BlockAction::Copied:
+        ++tally.copied;
+        break;
+      case BlockAction::Evicted:
+        ++tally.evicted;
+        break;
+      case BlockAction::Released:
+        ++tally.released;
+        break;
     }
   }
   Q_EMIT changed();
@@ -140,11 +156,13 @@ void BlockMapModel::applySnapshot(const PoolSnapshot& snapshot) {
     segments.insert(entry.id, entry);
   }
   segments_ = segments;
-  for (auto it = segments_.begin(); it != segments_.end(); ++it) it->color = colorForLabel(documentLabel(*it), it->kind);
+  for (auto it = segments_.begin(); it != segments_.end(); ++it)
+    it->color = colorForLabel(documentLabel(*it), it->kind);
   for (size_t i = 0; i < snapshot.blocks.size(); ++i) {
     const BlockInfo& info = snapshot.blocks[i];
     BlockCell& cell = cells_[i];
-    if (info.segment >= 0 && !(segments_.contains(info.segment) && segments_[info.segment].kind == SegmentKind::Copy))
+    if (info.segment >= 0 &&
+        !(segments_.contains(info.segment) && segments_[info.segment].kind == SegmentKind::Copy))
       cell.ghost_copy = false;
     cell.segment = info.segment;
     cell.refcount = info.refcount;
@@ -173,11 +191,13 @@ const SegmentEntry* BlockMapModel::segment(qint64 id) const {
 }
 
 int BlockMapModel::usedBlocks() const {
-  return int(std::count_if(cells_.begin(), cells_.end(), [](const BlockCell& c) { return c.segment >= 0; }));
+  return int(std::count_if(cells_.begin(), cells_.end(),
+                           [](const BlockCell& c) { return c.segment >= 0; }));
 }
 
 int BlockMapModel::inUseBlocks() const {
-  return int(std::count_if(cells_.begin(), cells_.end(), [](const BlockCell& c) { return c.segment >= 0 && c.refcount > 0; }));
+  return int(std::count_if(cells_.begin(), cells_.end(),
+                           [](const BlockCell& c) { return c.segment >= 0 && c.refcount > 0; }));
 }
 
 bool BlockMapModel::isCopy(int block) const {
@@ -198,26 +218,33 @@ QColor BlockMapModel::cellColor(int block) const {
 
 QColor BlockMapModel::flashColorFor(BlockAction action) {
   switch (action) {
-    case BlockAction::Hit: return QColor(0, 200, 70);
-    case BlockAction::Allocated: return QColor(255, 160, 0);
-    case BlockAction::Copied: return QColor(230, 0, 180);
-    case BlockAction::Evicted: return QColor(220, 0, 0);
-    case BlockAction::Released: return QColor(120, 120, 120);
+    case BlockAction::Hit:
+      return QColor(0, 200, 70);
+    case BlockAction::Allocated:
+      return QColor(255, 160, 0);
+    case BlockAction::Copied:
+      return QColor(230, 0, 180);
+    case BlockAction::Evicted:
+      return QColor(220, 0, 0);
+    case BlockAction::Released:
+      return QColor(120, 120, 120);
   }
   return {};
 }
 
 QColor BlockMapModel::flashColor(int block, qint64 now_ms) const {
   const BlockCell& c = cell(block);
-  if (c.flash_at_ms < 0 || now_ms - c.flash_at_ms > kFlashMs || c.flash == BlockAction::Released) return {};
+  if (c.flash_at_ms < 0 || now_ms - c.flash_at_ms > kFlashMs || c.flash == BlockAction::Released)
+    return {};
   QColor color = flashColorFor(c.flash);
   color.setAlphaF(float(1.0 - double(now_ms - c.flash_at_ms) / kFlashMs));
   return color;
 }
 
 bool BlockMapModel::anyFlashing(qint64 now_ms) const {
-  return std::any_of(cells_.begin(), cells_.end(),
-                     [&](const BlockCell& c) { return c.flash_at_ms >= 0 && now_ms - c.flash_at_ms <= kFlashMs; });
+  return std::any_of(cells_.begin(), cells_.end(), [&](const BlockCell& c) {
+    return c.flash_at_ms >= 0 && now_ms - c.flash_at_ms <= kFlashMs;
+  });
 }
 
 QString BlockMapModel::tooltip(int block) const {
@@ -237,7 +264,8 @@ QString BlockMapModel::tooltip(int block) const {
               .arg(c.valid)
               .arg(block_size_)
               .arg(c.last_use);
-  if (c.flash_at_ms >= 0) html += QStringLiteral("<br>last event: %1").arg(QString::fromUtf8(to_string(c.flash)));
+  if (c.flash_at_ms >= 0)
+    html += QStringLiteral("<br>last event: %1").arg(QString::fromUtf8(to_string(c.flash)));
   return html;
 }
 

@@ -64,15 +64,16 @@ class BlockMapModel : public QObject {
   qint64 bytesPerBlock() const { return bytes_per_block_; }
   const BlockCell& cell(int block) const { return cells_.at(size_t(block)); }
   const SegmentEntry* segment(qint64 id) const;
-  int usedBlocks() const;    // owned by some segment
-  int inUseBlocks() const;   // refcount > 0
+  int usedBlocks() const;   // owned by some segment
+  int inUseBlocks() const;  // refcount > 0
   // Fill colour of a block without the flash: segment colour, paler when unreferenced.
   QColor cellColor(int block) const;
   // The flash overlay colour at `now_ms`, invalid when the block is not flashing.
   QColor flashColor(int block, qint64 now_ms) const;
   bool isCopy(int block) const;
   QString tooltip(int block) const;
-  // Documents currently holding blocks, by colour, for the legend (copies folded into their source).
+  // Documents currently holding blocks, by colour, for the legend (copies folded into their
+  // source).
   std::vector<std::pair<QString, QColor>> legend() const;
   const std::vector<RunTally>& tallies() const { return tallies_; }
   qint64 nowMs() const { return clock_.elapsed(); }

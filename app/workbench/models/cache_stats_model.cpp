@@ -6,7 +6,8 @@ QString format_bytes(qint64 bytes) {
   const double b = double(bytes);
   if (bytes < 1024) return QStringLiteral("%1 B").arg(bytes);
   if (bytes < (1 << 20)) return QStringLiteral("%1 KiB").arg(b / 1024.0, 0, 'f', 1);
-  if (bytes < (qint64(1) << 30)) return QStringLiteral("%1 MiB").arg(b / double(1 << 20), 0, 'f', 1);
+  if (bytes < (qint64(1) << 30))
+    return QStringLiteral("%1 MiB").arg(b / double(1 << 20), 0, 'f', 1);
   return QStringLiteral("%1 GiB").arg(b / double(qint64(1) << 30), 0, 'f', 2);
 }
 
@@ -40,19 +41,29 @@ QStringList CacheStatsModel::policies() const {
   return out;
 }
 
-int CacheStatsModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : int(rows_.size()); }
-int CacheStatsModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+int CacheStatsModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : int(rows_.size());
+}
+int CacheStatsModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : ColumnCount;
+}
 
 QVariant CacheStatsModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || role != Qt::DisplayRole) return {};
   const StatsRow& row = rows_.at(size_t(index.row()));
   switch (index.column()) {
-    case RunColumn: return row.run_index;
-    case PolicyColumn: return row.policy;
-    case TokenHitColumn: return QStringLiteral("%1 %").arg(100.0 * row.stats.token_hit_ratio(), 0, 'f', 1);
-    case DocHitColumn: return QStringLiteral("%1 %").arg(100.0 * row.stats.document_hit_ratio(), 0, 'f', 1);
-    case StoredColumn: return format_bytes(row.stats.bytes_stored);
-    case CopiedColumn: return format_bytes(row.stats.bytes_copied);
+    case RunColumn:
+      return row.run_index;
+    case PolicyColumn:
+      return row.policy;
+    case TokenHitColumn:
+      return QStringLiteral("%1 %").arg(100.0 * row.stats.token_hit_ratio(), 0, 'f', 1);
+    case DocHitColumn:
+      return QStringLiteral("%1 %").arg(100.0 * row.stats.document_hit_ratio(), 0, 'f', 1);
+    case StoredColumn:
+      return format_bytes(row.stats.bytes_stored);
+    case CopiedColumn:
+      return format_bytes(row.stats.bytes_copied);
   }
   return {};
 }

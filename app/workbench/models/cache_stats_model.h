@@ -20,7 +20,15 @@ struct StatsRow {
 class CacheStatsModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { RunColumn, PolicyColumn, TokenHitColumn, DocHitColumn, StoredColumn, CopiedColumn, ColumnCount };
+  enum Column {
+    RunColumn,
+    PolicyColumn,
+    TokenHitColumn,
+    DocHitColumn,
+    StoredColumn,
+    CopiedColumn,
+    ColumnCount
+  };
   explicit CacheStatsModel(QObject* parent = nullptr);
 
   void add(int run_index, const RequestFinishedEvent& event);

@@ -22,21 +22,30 @@ int DocumentListModel::rowCount(const QModelIndex& parent) const {
   return parent.isValid() ? 0 : int(documents_.size());
 }
 
-int DocumentListModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+int DocumentListModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : ColumnCount;
+}
 
 QVariant DocumentListModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() >= rowCount()) return {};
   const DocumentEntry& doc = documents_[size_t(index.row())];
   if (role == Qt::DisplayRole) {
     switch (index.column()) {
-      case RankColumn: return show_scores_ ? QVariant(doc.rank) : QVariant(doc.id);
-      case TitleColumn: return doc.title;
-      case ScoreColumn: return show_scores_ ? QString::number(doc.score, 'f', 2) : QString();
-      case WordsColumn: return word_count(doc.text);
+      case RankColumn:
+        return show_scores_ ? QVariant(doc.rank) : QVariant(doc.id);
+      case TitleColumn:
+        return doc.title;
+      case ScoreColumn:
+        return show_scores_ ? QString::number(doc.score, 'f', 2) : QString();
+      case WordsColumn:
+        return word_count(doc.text);
     }
   }
-  if (role == Qt::ToolTipRole) return QStringLiteral("<b>%1</b><br>%2").arg(doc.title.toHtmlEscaped(), doc.text.left(400).toHtmlEscaped());
-  if (role == Qt::TextAlignmentRole && (index.column() == ScoreColumn || index.column() == WordsColumn))
+  if (role == Qt::ToolTipRole)
+    return QStringLiteral("<b>%1</b><br>%2")
+        .arg(doc.title.toHtmlEscaped(), doc.text.left(400).toHtmlEscaped());
+  if (role == Qt::TextAlignmentRole &&
+      (index.column() == ScoreColumn || index.column() == WordsColumn))
     return int(Qt::AlignRight | Qt::AlignVCenter);
   return {};
 }
@@ -44,10 +53,14 @@ QVariant DocumentListModel::data(const QModelIndex& index, int role) const {
 QVariant DocumentListModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
   switch (section) {
-    case RankColumn: return show_scores_ ? QStringLiteral("#") : QStringLiteral("id");
-    case TitleColumn: return QStringLiteral("Title");
-    case ScoreColumn: return show_scores_ ? QStringLiteral("BM25") : QString();
-    case WordsColumn: return QStringLiteral("Words");
+    case RankColumn:
+      return show_scores_ ? QStringLiteral("#") : QStringLiteral("id");
+    case TitleColumn:
+      return QStringLiteral("Title");
+    case ScoreColumn:
+      return show_scores_ ? QStringLiteral("BM25") : QString();
+    case WordsColumn:
+      return QStringLiteral("Words");
   }
   return {};
 }

@@ -7,8 +7,8 @@
 namespace lazyscope::workbench {
 namespace {
 
-std::vector<TokenCandidate> top_candidates(const std::vector<float>& logits, const TokenTextFn& token_text,
-                                           int top_k) {
+std::vector<TokenCandidate> top_candidates(const std::vector<float>& logits,
+                                           const TokenTextFn& token_text, int top_k) {
   std::vector<int> ids(logits.size());
   std::iota(ids.begin(), ids.end(), 0);
   const int k = std::min<int>(top_k, int(ids.size()));
@@ -16,8 +16,8 @@ std::vector<TokenCandidate> top_candidates(const std::vector<float>& logits, con
                     [&](int x, int y) { return logits[size_t(x)] > logits[size_t(y)]; });
   std::vector<TokenCandidate> out;
   for (int i = 0; i < k; ++i)
-    out.push_back({token_text ? token_text(ids[size_t(i)]) : QString::number(ids[size_t(i)]), ids[size_t(i)],
-                   logits[size_t(ids[size_t(i)])]});
+    out.push_back({token_text ? token_text(ids[size_t(i)]) : QString::number(ids[size_t(i)]),
+                   ids[size_t(i)], logits[size_t(ids[size_t(i)])]});
   return out;
 }
 
@@ -30,15 +30,17 @@ QString escape_token(const QString& text) {
 
 }  // namespace
 
-EquivalenceReport compare_runs(const RunResult& a, const RunResult& b, const TokenTextFn& token_text, int top_k) {
+EquivalenceReport compare_runs(const RunResult& a, const RunResult& b,
+                               const TokenTextFn& token_text, int top_k) {
   EquivalenceReport report;
   report.key_a = QString::fromStdString(a.policy);
   report.key_b = QString::fromStdString(b.policy);
   report.tokens_a = int(a.generated_ids.size());
   report.tokens_b = int(b.generated_ids.size());
   const size_t shared_tokens = std::min(a.generated_ids.size(), b.generated_ids.size());
-  report.same_tokens = std::equal(a.generated_ids.begin(), a.generated_ids.begin() + long(shared_tokens),
-                                  b.generated_ids.begin());
+  report.same_tokens =
+      std::equal(a.generated_ids.begin(), a.generated_ids.begin() + long(shared_tokens),
+                 b.generated_ids.begin());
   const size_t steps = std::min(a.step_logits.size(), b.step_logits.size());
   for (size_t s = 0; s < steps; ++s) {
     const auto& la = a.step_logits[s];
@@ -46,7 +48,8 @@ EquivalenceReport compare_runs(const RunResult& a, const RunResult& b, const Tok
     EquivalenceStep step;
     step.step = int(s);
     const size_t n = std::min(la.size(), lb.size());
-    for (size_t i = 0; i < n; ++i) step.max_abs_diff = std::max(step.max_abs_diff, std::fabs(la[i] - lb[i]));
+    for (size_t i = 0; i < n; ++i)
+      step.max_abs_diff = std::max(step.max_abs_diff, std::fabs(la[i] - lb[i]));
     if (la.size() != lb.size()) step.max_abs_diff = INFINITY;  // different vocabularies never agree
     step.top_a = top_candidates(la, token_text, top_k);
     step.top_b = top_candidates(lb, token_text, top_k);
@@ -84,23 +87,33 @@ QVariant EquivalenceModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() >= rowCount()) return {};
   const EquivalenceStep& step = report_.steps[size_t(index.row())];
   switch (role) {
-    case Qt::DisplayRole: return QStringLiteral("step %1: max |Δ| %2").arg(step.step).arg(double(step.max_abs_diff), 0, 'e', 2);
-    case Qt::ToolTipRole: return tooltip(index.row());
-    case MaxAbsDiffRole: return double(step.max_abs_diff);
-    case MismatchRole: return step.mismatch();
-    default: return {};
+    case Qt::DisplayRole:
+      return QStringLiteral("step %1: max |Δ| %2")
+          .arg(step.step)
+          .arg(double(step.max_abs_diff), 0, 'e', 2);
+    case Qt::ToolTipRole:
+      return tooltip(index.row());
+    case MaxAbsDiffRole:
+      return double(step.max_abs_diff);
+    case MismatchRole:
+      return step.mismatch();
+    default:
+      return {};
   }
 }
 
 QString EquivalenceModel::tooltip(int row) const {
   if (row < 0 || row >= rowCount()) return {};
   const EquivalenceStep& step = report_.steps[size_t(row)];
-  QString html = QStringLiteral("<b>step %1</b> &nbsp; max |Δlogit| = %2%3<br><table cellspacing=4>")
-                     .arg(step.step)
-                     .arg(double(step.max_abs_diff), 0, 'e', 2)
-                     .arg(step.mismatch() ? QStringLiteral(" &nbsp;<b style='color:#c00'>argmax differs</b>") : QString());
-  html += QStringLiteral("<tr><th align=left>%1</th><th align=right>logit</th><th width=12></th>"
-                         "<th align=left>%2</th><th align=right>logit</th></tr>")
+  QString html =
+      QStringLiteral("<b>step %1</b> &nbsp; max |Δlogit| = %2%3<br><table cellspacing=4>")
+          .arg(step.step)
+          .arg(double(step.max_abs_diff), 0, 'e', 2)
+          .arg(step.mismatch() ? QStringLiteral(" &nbsp;<b style='color:#c00'>argmax differs</b>")
+                               : QString());
+  html += QStringLiteral(
+              "<tr><th align=left>%1</th><th align=right>logit</th><th width=12></th>"
+              "<th align=left>%2</th><th align=right>logit</th></tr>")
               .arg(report_.key_a.toHtmlEscaped(), report_.key_b.toHtmlEscaped());
   const size_t rows = std::max(step.top_a.size(), step.top_b.size());
   for (size_t i = 0; i < rows; ++i) {

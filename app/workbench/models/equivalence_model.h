@@ -11,8 +11,8 @@ namespace lazyscope::workbench {
 using TokenTextFn = std::function<QString(int32_t)>;
 
 // Compares step_logits of `a` and `b` step by step: max |Δ|, argmax of each, top-5 of each.
-EquivalenceReport compare_runs(const RunResult& a, const RunResult& b, const TokenTextFn& token_text,
-                               int top_k = 5);
+EquivalenceReport compare_runs(const RunResult& a, const RunResult& b,
+                               const TokenTextFn& token_text, int top_k = 5);
 
 class EquivalenceModel : public QAbstractListModel {
   Q_OBJECT

@@ -30,7 +30,8 @@ void RunModel::markRunning(const QString& key) {
   Q_EMIT dataChanged(index(i), index(i));
 }
 
-void RunModel::appendToken(const QString& key, int step, const QString& text, double ms_since_submit) {
+void RunModel::appendToken(const QString& key, int step, const QString& text,
+                           double ms_since_submit) {
   const int i = columnOf(key);
   if (i < 0) return;
   RunColumn& column = columns_[size_t(i)];
@@ -53,14 +54,16 @@ void RunModel::finish(const RunSummary& summary) {
   column.tokens = summary.generated_tokens;
   column.prompt_tokens = summary.prompt_tokens;
   if (summary.ttft_ms > 0) column.ttft_ms = summary.ttft_ms;
-  if (summary.decode_ms_per_token > 0) column.tokens_per_second = 1000.0 / summary.decode_ms_per_token;
+  if (summary.decode_ms_per_token > 0)
+    column.tokens_per_second = 1000.0 / summary.decode_ms_per_token;
   column.state = summary.cancelled ? RunColumn::State::Stopped : RunColumn::State::Done;
   Q_EMIT dataChanged(index(i), index(i));
 }
 
 void RunModel::stopWaiting() {
   for (size_t i = 0; i < columns_.size(); ++i)
-    if (columns_[i].state == RunColumn::State::Waiting || columns_[i].state == RunColumn::State::Running) {
+    if (columns_[i].state == RunColumn::State::Waiting ||
+        columns_[i].state == RunColumn::State::Running) {
       columns_[i].state = RunColumn::State::Stopped;
       Q_EMIT dataChanged(index(int(i)), index(int(i)));
     }
@@ -70,14 +73,24 @@ QString RunModel::status(int i) const {
   const RunColumn& c = column(i);
   QString state;
   switch (c.state) {
-    case RunColumn::State::Waiting: return QStringLiteral("waiting…");
-    case RunColumn::State::Running: state = QStringLiteral("running"); break;
-    case RunColumn::State::Done: state = QStringLiteral("done"); break;
-    case RunColumn::State::Stopped: state = QStringLiteral("stopped"); break;
-    case RunColumn::State::Failed: state = QStringLiteral("failed"); break;
+    case RunColumn::State::Waiting:
+      return QStringLiteral("waiting…");
+    case RunColumn::State::Running:
+      state = QStringLiteral("running");
+      break;
+    case RunColumn::State::Done:
+      state = QStringLiteral("done");
+      break;
+    case RunColumn::State::Stopped:
+      state = QStringLiteral("stopped");
+      break;
+    case RunColumn::State::Failed:
+      state = QStringLiteral("failed");
+      break;
   }
   QStringList parts;
-  parts << (c.ttft_ms >= 0 ? QStringLiteral("TTFT %1 ms").arg(c.ttft_ms, 0, 'f', 1) : QStringLiteral("TTFT –"));
+  parts << (c.ttft_ms >= 0 ? QStringLiteral("TTFT %1 ms").arg(c.ttft_ms, 0, 'f', 1)
+                           : QStringLiteral("TTFT –"));
   parts << QStringLiteral("%1 tok/s").arg(c.tokens_per_second, 0, 'f', 1);
   parts << QStringLiteral("%1 tokens").arg(c.tokens);
   if (c.prompt_tokens > 0) parts << QStringLiteral("prompt %1").arg(c.prompt_tokens);
@@ -85,16 +98,21 @@ QString RunModel::status(int i) const {
   return parts.join(QStringLiteral(" · "));
 }
 
-int RunModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : int(columns_.size()); }
+int RunModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : int(columns_.size());
+}
 
 QVariant RunModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() >= rowCount()) return {};
   const RunColumn& c = columns_[size_t(index.row())];
   switch (role) {
     case Qt::DisplayRole:
-    case KeyRole: return c.key;
-    case TextRole: return c.text;
-    case StatusRole: return status(index.row());
+    case KeyRole:
+      return c.key;
+    case TextRole:
+      return c.text;
+    case StatusRole:
+      return status(index.row());
   }
   return {};
 }

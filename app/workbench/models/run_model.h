@@ -12,7 +12,7 @@ struct RunColumn {
   QString key;
   QString text;
   int tokens = 0;
-  double ttft_ms = -1.0;       // -1 until the first token
+  double ttft_ms = -1.0;  // -1 until the first token
   double last_token_ms = 0.0;
   double tokens_per_second = 0.0;
   int prompt_tokens = 0;

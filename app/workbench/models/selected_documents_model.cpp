@@ -1,5 +1,6 @@
 #include "app/workbench/models/selected_documents_model.h"
 
+#include <QMimeData>
 #include <algorithm>
 
 namespace lazyscope::workbench {
@@ -60,7 +61,8 @@ Qt::ItemFlags SelectedDocumentsModel::flags(const QModelIndex& index) const {
 Qt::DropActions SelectedDocumentsModel::supportedDropActions() const { return Qt::MoveAction; }
 
 bool SelectedDocumentsModel::moveRows(const QModelIndex& source_parent, int source_row, int count,
-                                      const QModelIndex& destination_parent, int destination_child) {
+                                      const QModelIndex& destination_parent,
+                                      int destination_child) {
   const int n = rowCount();
   if (source_parent.isValid() || destination_parent.isValid() || count <= 0 || source_row < 0 ||
       source_row + count > n || destination_child < 0 || destination_child > n)
@@ -68,9 +70,11 @@ bool SelectedDocumentsModel::moveRows(const QModelIndex& source_parent, int sour
   // Moving a block onto itself or just after itself is a no-op that Qt refuses to announce.
   if (destination_child >= source_row && destination_child <= source_row + count) return false;
   if (!beginMoveRows({}, source_row, source_row + count - 1, {}, destination_child)) return false;
-  std::vector<DocumentEntry> moved(documents_.begin() + source_row, documents_.begin() + source_row + count);
+  std::vector<DocumentEntry> moved(documents_.begin() + source_row,
+                                   documents_.begin() + source_row + count);
   documents_.erase(documents_.begin() + source_row, documents_.begin() + source_row + count);
-  const int insert_at = destination_child > source_row ? destination_child - count : destination_child;
+  const int insert_at =
+      destination_child > source_row ? destination_child - count : destination_child;
   documents_.insert(documents_.begin() + insert_at, moved.begin(), moved.end());
   endMoveRows();
   // Row numbers in the display text changed for every row.
@@ -87,6 +91,34 @@ bool SelectedDocumentsModel::removeRows(int row, int count, const QModelIndex& p
   if (rowCount() > 0) Q_EMIT dataChanged(index(0), index(rowCount() - 1));
   Q_EMIT orderChanged();
   return true;
+}
+
+namespace {
+const QString kRowsMime = QStringLiteral("application/x-lazyscope-prompt-rows");
+}
+
+QStringList SelectedDocumentsModel::mimeTypes() const { return {kRowsMime}; }
+
+QMimeData* SelectedDocumentsModel::mimeData(const QModelIndexList& indexes) const {
+  QStringList rows;
+  for (const QModelIndex& index : indexes)
+    if (index.isValid()) rows << QString::number(index.row());
+  auto* data = new QMimeData;
+  data->setData(kRowsMime, rows.join(',').toUtf8());
+  return data;
+}
+
+bool SelectedDocumentsModel::dropMimeData(const QMimeData* data, Qt::DropAction action, int row,
+                                          int, const QModelIndex& parent) {
+  if (!data || !data->hasFormat(kRowsMime) || action != Qt::MoveAction) return false;
+  bool ok = false;
+  const int source = QString::fromUtf8(data->data(kRowsMime)).section(',', 0, 0).toInt(&ok);
+  if (!ok) return false;
+  // Dropped onto an item means "before it"; below the last item means "at the end".
+  const int destination = parent.isValid() ? parent.row() : (row < 0 ? rowCount() : row);
+  moveRows({}, source, 1, {}, destination);
+  // false: the view must not remove the source rows afterwards, the move already happened.
+  return false;
 }
 
 }  // namespace lazyscope::workbench

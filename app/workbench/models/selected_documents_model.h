@@ -25,9 +25,14 @@ class SelectedDocumentsModel : public QAbstractListModel {
   QVariant data(const QModelIndex& index, int role) const override;
   Qt::ItemFlags flags(const QModelIndex& index) const override;
   Qt::DropActions supportedDropActions() const override;
-  bool moveRows(const QModelIndex& source_parent, int source_row, int count, const QModelIndex& destination_parent,
-                int destination_child) override;
+  bool moveRows(const QModelIndex& source_parent, int source_row, int count,
+                const QModelIndex& destination_parent, int destination_child) override;
   bool removeRows(int row, int count, const QModelIndex& parent = {}) override;
+  // Drag and drop carries row numbers; a drop becomes a moveRows, never a remove + insert.
+  QStringList mimeTypes() const override;
+  QMimeData* mimeData(const QModelIndexList& indexes) const override;
+  bool dropMimeData(const QMimeData* data, Qt::DropAction action, int row, int column,
+                    const QModelIndex& parent) override;
 
  Q_SIGNALS:
   void orderChanged();

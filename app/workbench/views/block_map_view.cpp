@@ -90,7 +90,8 @@ void BlockGrid::paintEvent(QPaintEvent* event) {
       if (c.segment >= 0 && model_->isCopy(block)) p.fillRect(cell, hatch);
       if (c.segment < 0 && c.ghost_copy) {
         // Freed after the request: the space a materialized copy took for this run.
-        p.fillRect(cell, QBrush(BlockMapModel::flashColorFor(BlockAction::Copied), Qt::BDiagPattern));
+        p.fillRect(cell,
+                   QBrush(BlockMapModel::flashColorFor(BlockAction::Copied), Qt::BDiagPattern));
         p.setPen(BlockMapModel::flashColorFor(BlockAction::Copied));
         p.drawRect(cell.adjusted(0, 0, -1, -1));
       } else if (c.segment < 0) {
@@ -199,26 +200,30 @@ void BlockMapView::refresh() {
 
   QStringList lines;
   for (const RunTally& t : model_.tallies()) {
-    lines << QStringLiteral("<b>%1</b>: <span style='color:#c77800'>%2 new</span> · "
-                            "<span style='color:#008f3a'>%3 reused</span> · "
-                            "<span style='color:#b0008a'>%4 copied</span> · %5 evicted")
+    lines << QStringLiteral(
+                 "<b>%1</b>: <span style='color:#c77800'>%2 new</span> · "
+                 "<span style='color:#008f3a'>%3 reused</span> · "
+                 "<span style='color:#b0008a'>%4 copied</span> · %5 evicted")
                  .arg(t.key.toHtmlEscaped())
                  .arg(t.allocated)
                  .arg(t.hit)
                  .arg(t.copied)
                  .arg(t.evicted);
   }
-  tally_->setText(lines.isEmpty() ? tr("Blocks touched by the last run appear here (new / reused / copied).")
-                                  : tr("<b>Last run</b> (KV blocks):<br>") + lines.join(QStringLiteral("<br>")));
+  tally_->setText(lines.isEmpty()
+                      ? tr("Blocks touched by the last run appear here (new / reused / copied).")
+                      : tr("<b>Last run</b> (KV blocks):<br>") +
+                            lines.join(QStringLiteral("<br>")));
 
   QStringList items;
   for (const auto& [label, color] : model_.legend()) items << swatch(color, label);
   QStringList keys;
   keys << swatch(BlockMapModel::freeColor(), tr("free"));
   keys << tr("pale = cached, unreferenced · dark = shared · hatched = materialized copy "
-            "(magenta outline: copy freed after its request) · ring: ")
-       << QStringLiteral("<span style='color:%1'>■ reused</span> <span style='color:%2'>■ new</span> "
-                         "<span style='color:%3'>■ copied</span> <span style='color:%4'>■ evicted</span>")
+             "(magenta outline: copy freed after its request) · ring: ")
+       << QStringLiteral(
+              "<span style='color:%1'>■ reused</span> <span style='color:%2'>■ new</span> "
+              "<span style='color:%3'>■ copied</span> <span style='color:%4'>■ evicted</span>")
               .arg(BlockMapModel::flashColorFor(BlockAction::Hit).name(),
                    BlockMapModel::flashColorFor(BlockAction::Allocated).name(),
                    BlockMapModel::flashColorFor(BlockAction::Copied).name(),

@@ -1,8 +1,8 @@
 // qcustomplot.h uses Qt's lower-case keywords; this file includes no engine backend header.
 #undef QT_NO_KEYWORDS
-#include <qcustomplot.h>
-
 #include "app/workbench/views/cache_stats_view.h"
+
+#include <qcustomplot.h>
 
 #include <QLabel>
 #include <QVBoxLayout>
@@ -98,8 +98,10 @@ void CacheStatsView::replot() {
       QPen pen(color, 2.2);
       if (dashed) pen.setStyle(Qt::DashLine);
       graph->setPen(pen);
-      graph->setScatterStyle(QCPScatterStyle(dashed ? QCPScatterStyle::ssSquare : QCPScatterStyle::ssDisc, 7));
-      if (dashed) graph->removeFromLegend();  // the title explains solid vs dashed; one entry per policy
+      graph->setScatterStyle(
+          QCPScatterStyle(dashed ? QCPScatterStyle::ssSquare : QCPScatterStyle::ssDisc, 7));
+      if (dashed)
+        graph->removeFromLegend();  // the title explains solid vs dashed; one entry per policy
     };
     add(hits_, token_hits, key, false);
     add(hits_, doc_hits, key + tr(" documents"), true);
@@ -119,7 +121,8 @@ void CacheStatsView::replot() {
   bytes_->legend->setVisible(!policies.isEmpty());
   hits_->replot();
   bytes_->replot();
-  totals_->setText(totals.isEmpty() ? tr("No runs yet.") : totals.join(QStringLiteral(" &nbsp;|&nbsp; ")));
+  totals_->setText(totals.isEmpty() ? tr("No runs yet.")
+                                    : totals.join(QStringLiteral(" &nbsp;|&nbsp; ")));
 }
 
 }  // namespace lazyscope::workbench

@@ -27,10 +27,14 @@ QTableView* make_table(QAbstractItemModel* model, QWidget* parent) {
   view->setSelectionMode(QAbstractItemView::ExtendedSelection);
   view->verticalHeader()->hide();
   view->verticalHeader()->setDefaultSectionSize(22);
-  view->horizontalHeader()->setSectionResizeMode(DocumentListModel::TitleColumn, QHeaderView::Stretch);
-  view->horizontalHeader()->setSectionResizeMode(DocumentListModel::RankColumn, QHeaderView::ResizeToContents);
-  view->horizontalHeader()->setSectionResizeMode(DocumentListModel::ScoreColumn, QHeaderView::ResizeToContents);
-  view->horizontalHeader()->setSectionResizeMode(DocumentListModel::WordsColumn, QHeaderView::ResizeToContents);
+  view->horizontalHeader()->setSectionResizeMode(DocumentListModel::TitleColumn,
+                                                 QHeaderView::Stretch);
+  view->horizontalHeader()->setSectionResizeMode(DocumentListModel::RankColumn,
+                                                 QHeaderView::ResizeToContents);
+  view->horizontalHeader()->setSectionResizeMode(DocumentListModel::ScoreColumn,
+                                                 QHeaderView::ResizeToContents);
+  view->horizontalHeader()->setSectionResizeMode(DocumentListModel::WordsColumn,
+                                                 QHeaderView::ResizeToContents);
   view->setAlternatingRowColors(true);
   view->setEditTriggers(QAbstractItemView::NoEditTriggers);
   return view;
@@ -105,7 +109,8 @@ CorpusPanel::CorpusPanel(QWidget* parent) : QWidget(parent) {
   browser_filter_->setSourceModel(&browser_);
   browser_filter_->setFilterKeyColumn(DocumentListModel::TitleColumn);
   browser_filter_->setFilterCaseSensitivity(Qt::CaseInsensitive);
-  connect(filter, &QLineEdit::textChanged, browser_filter_, &QSortFilterProxyModel::setFilterFixedString);
+  connect(filter, &QLineEdit::textChanged, browser_filter_,
+          &QSortFilterProxyModel::setFilterFixedString);
   browser_view_ = make_table(browser_filter_, browse);
   auto* add_browsed = new QPushButton(tr("Add to prompt ▾"), browse);
   browse_layout->addWidget(filter);
@@ -122,7 +127,8 @@ CorpusPanel::CorpusPanel(QWidget* parent) : QWidget(parent) {
   auto* selected_box = new QWidget(splitter);
   auto* selected_layout = new QVBoxLayout(selected_box);
   selected_layout->setContentsMargins(0, 0, 0, 0);
-  auto* selected_label = new QLabel(tr("<b>Documents in the prompt</b> — drag to reorder"), selected_box);
+  auto* selected_label =
+      new QLabel(tr("<b>Documents in the prompt</b> — drag to reorder"), selected_box);
   selected_layout->addWidget(selected_label);
   selected_view_ = new QListView(selected_box);
   selected_view_->setModel(&selected_);
@@ -163,7 +169,8 @@ CorpusPanel::CorpusPanel(QWidget* parent) : QWidget(parent) {
           });
   connect(browser_view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
           [this](const QModelIndex& index) {
-            if (index.isValid()) showPreview(browser_.document(browser_filter_->mapToSource(index).row()));
+            if (index.isValid())
+              showPreview(browser_.document(browser_filter_->mapToSource(index).row()));
           });
   connect(selected_view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
           [this](const QModelIndex& index) {
@@ -192,7 +199,8 @@ void CorpusPanel::setCorpus(std::unique_ptr<CorpusSource> corpus) {
   const auto questions = corpus_->questions();
   for (const auto& q : questions) {
     auto* item = new QListWidgetItem(q.text, samples_);
-    if (!q.answers.isEmpty()) item->setToolTip(tr("Answer: %1").arg(q.answers.join(QStringLiteral(" / "))));
+    if (!q.answers.isEmpty())
+      item->setToolTip(tr("Answer: %1").arg(q.answers.join(QStringLiteral(" / "))));
   }
   corpus_label_->setText(tr("<b>Corpus</b> %1 · %2 passages · %3 questions")
                              .arg(corpus_->name().toHtmlEscaped())
@@ -214,7 +222,8 @@ void CorpusPanel::search() {
 
 void CorpusPanel::useTopHits(int count) {
   std::vector<DocumentEntry> docs;
-  for (int i = 0; i < std::min(count, results_.rowCount()); ++i) docs.push_back(results_.document(i));
+  for (int i = 0; i < std::min(count, results_.rowCount()); ++i)
+    docs.push_back(results_.document(i));
   selected_.setDocuments(docs);
 }
 

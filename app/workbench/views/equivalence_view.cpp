@@ -35,12 +35,13 @@ class DifferenceScale : public QWidget {
     QFont f = font();
     f.setPointSizeF(f.pointSizeF() * 0.85);
     p.setFont(f);
-    const char* labels[] = {"≤1e-7", "1e-5", "1e-3", "≥1e-1"};
+    const char* labels[] = {"≤1e-7", "1e-5", "1e-3", "≥1e-1"};  // at 0, 1/3, 2/3, 1 of the bar
     for (int i = 0; i < 4; ++i) {
       const int x = bar.left() + i * (bar.width() - 1) / 3;
       const QString text = QString::fromUtf8(labels[i]);
       const int w = p.fontMetrics().horizontalAdvance(text);
-      p.drawText(std::clamp(x - w / 2, 0, width() - w), bar.bottom() + p.fontMetrics().ascent() + 2, text);
+      p.drawText(std::clamp(x - w / 2, 0, width() - w), bar.bottom() + p.fontMetrics().ascent() + 2,
+                 text);
     }
   }
 };
@@ -49,18 +50,24 @@ class DifferenceScale : public QWidget {
 
 QColor difference_color(double max_abs_diff) {
   if (!std::isfinite(max_abs_diff)) return QColor(120, 0, 0);
-  const double exponent = max_abs_diff <= 0 ? -7.0 : std::clamp(std::log10(max_abs_diff), -7.0, -1.0);
-  const double t = (exponent + 7.0) / 6.0;  // 0 = identical, 1 = large
-  // green -> yellow -> red
-  const QColor green(46, 160, 67), yellow(240, 200, 40), red(215, 40, 40);
+  const double exponent =
+      max_abs_diff <= 0 ? -7.0 : std::clamp(std::log10(max_abs_diff), -7.0, -1.0);
   auto mix = [](const QColor& a, const QColor& b, double s) {
-    return QColor(int(a.red() + (b.red() - a.red()) * s), int(a.green() + (b.green() - a.green()) * s),
+    return QColor(int(a.red() + (b.red() - a.red()) * s),
+                  int(a.green() + (b.green() - a.green()) * s),
                   int(a.blue() + (b.blue() - a.blue()) * s));
   };
-  return t < 0.5 ? mix(green, yellow, t * 2) : mix(yellow, red, (t - 0.5) * 2);
+  // Up to 1e-4 (design §3's fp32 tolerance) stays green, darker the closer to bit-identical;
+  // beyond it yellow, then red at 1e-1.
+  const QColor dark_green(30, 130, 55), light_green(120, 200, 90), yellow(240, 200, 40),
+      red(215, 40, 40);
+  if (exponent <= -4.0) return mix(dark_green, light_green, (exponent + 7.0) / 3.0);
+  if (exponent <= -2.5) return mix(light_green, yellow, (exponent + 4.0) / 1.5);
+  return mix(yellow, red, (exponent + 2.5) / 1.5);
 }
 
-EquivalenceStrip::EquivalenceStrip(EquivalenceModel* model, QWidget* parent) : QWidget(parent), model_(model) {
+EquivalenceStrip::EquivalenceStrip(EquivalenceModel* model, QWidget* parent)
+    : QWidget(parent), model_(model) {
   setMouseTracking(true);
   setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
   connect(model_, &EquivalenceModel::reportChanged, this, qOverload<>(&QWidget::update));
@@ -93,7 +100,8 @@ void EquivalenceStrip::paintEvent(QPaintEvent* event) {
   const auto& steps = model_->report().steps;
   if (steps.empty()) {
     p.setPen(palette().color(QPalette::PlaceholderText));
-    p.drawText(rect(), Qt::AlignCenter, tr("Run lazy and materialized to compare their logits step by step."));
+    p.drawText(rect(), Qt::AlignCenter,
+               tr("Run lazy and materialized to compare their logits step by step."));
     return;
   }
   const int w = cellWidth();
@@ -160,11 +168,13 @@ QString EquivalenceView::summaryText() const { return model_.summary(); }
 void EquivalenceView::refresh() {
   const auto& report = model_.report();
   const bool ok = !report.steps.empty() && report.mismatches() == 0 && report.same_tokens;
-  const QString mark = report.steps.empty() ? QString() : (ok ? QStringLiteral("✔ ") : QStringLiteral("✘ "));
+  const QString mark =
+      report.steps.empty() ? QString() : (ok ? QStringLiteral("✔ ") : QStringLiteral("✘ "));
   summary_->setText(mark + model_.summary());
-  summary_->setStyleSheet(report.steps.empty() ? QString()
-                                               : (ok ? QStringLiteral("color:#1a7f37; font-weight:bold")
-                                                     : QStringLiteral("color:#b00020; font-weight:bold")));
+  summary_->setStyleSheet(report.steps.empty()
+                              ? QString()
+                              : (ok ? QStringLiteral("color:#1a7f37; font-weight:bold")
+                                    : QStringLiteral("color:#b00020; font-weight:bold")));
 }
 
 }  // namespace lazyscope::workbench

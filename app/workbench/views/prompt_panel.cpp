@@ -80,9 +80,10 @@ PromptPanel::PromptPanel(QWidget* parent) : QWidget(parent) {
   layout->addWidget(columns_host_, 1);
 
   connect(&runs_, &RunModel::columnsReset, this, &PromptPanel::rebuildColumns);
-  connect(&runs_, &RunModel::dataChanged, this, [this](const QModelIndex& from, const QModelIndex& to) {
-    for (int row = from.row(); row <= to.row(); ++row) refreshColumn(row);
-  });
+  connect(&runs_, &RunModel::dataChanged, this,
+          [this](const QModelIndex& from, const QModelIndex& to) {
+            for (int row = from.row(); row <= to.row(); ++row) refreshColumn(row);
+          });
   runs_.startPlan(0, checkedPolicies());
 }
 
@@ -96,7 +97,8 @@ void PromptPanel::rebuildColumns() {
     auto* v = new QVBoxLayout(box);
     v->setContentsMargins(0, 0, 0, 0);
     ColumnWidgets w;
-    w.title = new QLabel(QStringLiteral("<b>%1</b>").arg(column_title(runs_.column(i).key).toHtmlEscaped()), box);
+    w.title = new QLabel(
+        QStringLiteral("<b>%1</b>").arg(column_title(runs_.column(i).key).toHtmlEscaped()), box);
     w.text = new QPlainTextEdit(box);
     w.text->setReadOnly(true);
     w.text->setObjectName(QStringLiteral("output_") + runs_.column(i).key);

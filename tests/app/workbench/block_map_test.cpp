@@ -11,7 +11,8 @@
 namespace lazyscope::workbench {
 namespace {
 
-SegmentEvent segment(int64_t id, SegmentKind kind, const std::string& label, std::vector<int32_t> blocks, int shift = 0) {
+SegmentEvent segment(int64_t id, SegmentKind kind, const std::string& label,
+                     std::vector<int32_t> blocks, int shift = 0) {
   SegmentEvent e;
   e.segment = id;
   e.kind = kind;

@@ -1,7 +1,7 @@
 // The workbench command line.
-#include <gtest/gtest.h>
-
 #include "app/workbench/command_line.h"
+
+#include <gtest/gtest.h>
 
 namespace lazyscope::workbench {
 namespace {
@@ -25,8 +25,8 @@ TEST(CommandLine, DefaultsToAutoEverything) {
 TEST(CommandLine, ReadsEveryOption) {
   WorkbenchOptions o;
   QString error;
-  ASSERT_TRUE(parse({"--model", "/m", "--corpus", "/c.db", "--backend", "cpu", "--kv-budget", "64MiB", "--demo",
-                     "--screenshot", "/tmp/x.png"},
+  ASSERT_TRUE(parse({"--model", "/m", "--corpus", "/c.db", "--backend", "cpu", "--kv-budget",
+                     "64MiB", "--demo", "--screenshot", "/tmp/x.png"},
                     &o, &error))
       << error.toStdString();
   EXPECT_EQ(o.model, "/m");

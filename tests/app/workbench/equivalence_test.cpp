@@ -10,7 +10,8 @@
 namespace lazyscope::workbench {
 namespace {
 
-RunResult run(const std::string& policy, std::vector<std::vector<float>> logits, std::vector<int32_t> ids) {
+RunResult run(const std::string& policy, std::vector<std::vector<float>> logits,
+              std::vector<int32_t> ids) {
   RunResult r;
   r.policy = policy;
   r.step_logits = std::move(logits);
@@ -36,13 +37,15 @@ TEST(CompareRuns, IdenticalRunsSayIdentical) {
   ASSERT_EQ(report.steps.size(), 64u);
   EXPECT_EQ(report.mismatches(), 0);
   EXPECT_NEAR(report.max_abs_diff(), 3.1e-6, 5e-7);
-  EXPECT_EQ(report.summary(), QStringLiteral("lazy vs materialized: identical over 64 tokens, max |Δ| 3.1e-06"));
+  EXPECT_EQ(report.summary(),
+            QStringLiteral("lazy vs materialized: identical over 64 tokens, max |Δ| 3.1e-06"));
 }
 
 TEST(CompareRuns, MarksArgmaxMismatch) {
   const std::vector<std::vector<float>> a = {{1, 2, 3}, {3, 2, 1}, {0, 0, 1}};
   const std::vector<std::vector<float>> b = {{1, 2, 3}, {2, 3, 1}, {0, 0, 1}};
-  const EquivalenceReport report = compare_runs(run("lazy", a, {2, 0, 2}), run("materialized", b, {2, 1, 2}), token);
+  const EquivalenceReport report =
+      compare_runs(run("lazy", a, {2, 0, 2}), run("materialized", b, {2, 1, 2}), token);
   EXPECT_EQ(report.mismatches(), 1);
   EXPECT_EQ(report.first_mismatch(), 1);
   EXPECT_FALSE(report.same_tokens);
@@ -71,7 +74,8 @@ TEST(EquivalenceView, StripColoursMatchDifferences) {
   view.show();
   const std::vector<std::vector<float>> a = {{0, 1}, {0, 1}, {1, 0}};
   const std::vector<std::vector<float>> b = {{0, 1}, {0, 1.5f}, {0, 1}};
-  view.model()->setReport(compare_runs(run("lazy", a, {1, 1, 0}), run("materialized", b, {1, 1, 1}), token));
+  view.model()->setReport(
+      compare_runs(run("lazy", a, {1, 1, 0}), run("materialized", b, {1, 1, 1}), token));
   QApplication::processEvents();
   auto* strip = view.findChild<EquivalenceStrip*>();
   ASSERT_NE(strip, nullptr);
@@ -79,8 +83,10 @@ TEST(EquivalenceView, StripColoursMatchDifferences) {
   // Step 0 is identical (green); step 1 differs by 0.5 (red end); step 2 flips the argmax (framed).
   const QRect c0 = strip->cellRect(0), c1 = strip->cellRect(1), c2 = strip->cellRect(2);
   EXPECT_EQ(QColor(image.pixel(c0.center())).rgb(), difference_color(0.0).rgb());
-  EXPECT_EQ(QColor(image.pixel(c1.center() + QPoint(c1.width() / 4, 0))).rgb(), difference_color(0.5).rgb());
-  EXPECT_EQ(QColor(image.pixel(c2.topLeft() + QPoint(1, c2.height() / 3))).rgb(), QColor(Qt::black).rgb());
+  EXPECT_EQ(QColor(image.pixel(c1.center() + QPoint(c1.width() / 4, 0))).rgb(),
+            difference_color(0.5).rgb());
+  EXPECT_EQ(QColor(image.pixel(c2.topLeft() + QPoint(1, c2.height() / 3))).rgb(),
+            QColor(Qt::black).rgb());
   EXPECT_EQ(strip->stepAt(c1.center()), 1);
   EXPECT_TRUE(view.summaryText().contains("argmax differs"));
 }

@@ -1,5 +1,7 @@
 // The whole workbench against the real engine on the generated tiny model: run, stop,
 // reorder-and-rerun, a responsive event loop, errors, and a screenshot for people to look at.
+#include "app/workbench/main_window.h"
+
 #include <gtest/gtest.h>
 
 #include <QApplication>
@@ -14,7 +16,6 @@
 #include <cstdio>
 
 #include "app/workbench/engine_worker.h"
-#include "app/workbench/main_window.h"
 #include "app/workbench/views/block_map_view.h"
 #include "app/workbench/views/cache_stats_view.h"
 #include "app/workbench/views/corpus_panel.h"
@@ -77,7 +78,8 @@ TEST_F(LoadedWindow, RunStreamsBothPoliciesAndTheyAgree) {
   ASSERT_FALSE(report.steps.empty());
   EXPECT_EQ(report.mismatches(), 0);
   EXPECT_LE(report.max_abs_diff(), 1e-4f);
-  EXPECT_TRUE(window_->equivalenceView()->summaryText().startsWith("lazy vs materialized: identical over"))
+  EXPECT_TRUE(
+      window_->equivalenceView()->summaryText().startsWith("lazy vs materialized: identical over"))
       << window_->equivalenceView()->summaryText().toStdString();
   EXPECT_EQ(window_->cacheStatsView()->model()->rowCount(), 2);
   EXPECT_GT(window_->blockMapView()->model()->usedBlocks(), 0);
@@ -86,7 +88,8 @@ TEST_F(LoadedWindow, RunStreamsBothPoliciesAndTheyAgree) {
 TEST_F(LoadedWindow, ReorderedRerunReusesLazyBlocksAndCopiesMaterialized) {
   window_->promptPanel()->setMaxTokens(4);
   ASSERT_FALSE(runToEnd());
-  window_->corpusPanel()->selectedModel()->moveRows({}, 0, 1, {}, window_->corpusPanel()->selectedModel()->rowCount());
+  window_->corpusPanel()->selectedModel()->moveRows(
+      {}, 0, 1, {}, window_->corpusPanel()->selectedModel()->rowCount());
   ASSERT_FALSE(runToEnd());
   const auto& tallies = window_->blockMapView()->model()->tallies();
   ASSERT_EQ(tallies.size(), 2u);
@@ -140,7 +143,8 @@ TEST_F(LoadedWindow, EventLoopKeepsTurningDuringALongRun) {
     ++ticks;
     if (window_->runInFlight()) ++ticks_while_running;
   });
-  QObject::connect(window_->promptPanel()->runModel(), &RunModel::dataChanged, [&] { ticks_with_new_tokens.insert(ticks); });
+  QObject::connect(window_->promptPanel()->runModel(), &RunModel::dataChanged,
+                   [&] { ticks_with_new_tokens.insert(ticks); });
   timer.start();
   QSignalSpy finished(window_.get(), &MainWindow::planFinished);
   ASSERT_TRUE(window_->startRun());
@@ -148,8 +152,8 @@ TEST_F(LoadedWindow, EventLoopKeepsTurningDuringALongRun) {
   EXPECT_EQ(window_->promptPanel()->runModel()->column(0).tokens, 0);
   ASSERT_TRUE(finished.wait(kWaitMs));
   timer.stop();
-  std::printf("timer ticks while the run was in flight: %d; token batches: %d\n", ticks_while_running,
-              int(ticks_with_new_tokens.size()));
+  std::printf("timer ticks while the run was in flight: %d; token batches: %d\n",
+              ticks_while_running, int(ticks_with_new_tokens.size()));
   EXPECT_GE(ticks_while_running, 3);
   EXPECT_GE(ticks_with_new_tokens.size(), 2);  // tokens streamed in over several turns
 }
@@ -175,7 +179,8 @@ TEST(MainWindowErrors, BadModelAndCorpusLeaveTheWorkbenchUsable) {
   QSignalSpy errors(&window, &MainWindow::errorShown);
   window.openModel(QStringLiteral("/nonexistent/model-dir"));
   ASSERT_TRUE(errors.wait(kWaitMs));
-  EXPECT_TRUE(window.lastError().contains("/nonexistent/model-dir")) << window.lastError().toStdString();
+  EXPECT_TRUE(window.lastError().contains("/nonexistent/model-dir"))
+      << window.lastError().toStdString();
   EXPECT_FALSE(window.modelLoaded());
   EXPECT_FALSE(window.startRun());  // no model: refused with a message, nothing queued
 

@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <QListView>
+#include <QMimeData>
 #include <QSignalSpy>
+#include <memory>
 
 #include "app/workbench/models/cache_stats_model.h"
 #include "app/workbench/models/document_list_model.h"
@@ -69,6 +71,18 @@ TEST(SelectedDocumentsModel, SupportsInternalDragMove) {
   EXPECT_EQ(m.supportedDropActions(), Qt::MoveAction);
 }
 
+TEST(SelectedDocumentsModel, DropOfDraggedRowMovesIt) {
+  SelectedDocumentsModel m;
+  for (auto t : {"A", "B", "C"}) m.append(doc(t));
+  std::unique_ptr<QMimeData> dragged(m.mimeData({m.index(0)}));
+  // Dropping below the last row (row -1 on the root) moves A to the end, without losing a row.
+  EXPECT_FALSE(m.dropMimeData(dragged.get(), Qt::MoveAction, -1, 0, {}));
+  EXPECT_EQ(titles(m), QStringList({"B", "C", "A"}));
+  std::unique_ptr<QMimeData> again(m.mimeData({m.index(2)}));
+  m.dropMimeData(again.get(), Qt::MoveAction, 0, 0, {});
+  EXPECT_EQ(titles(m), QStringList({"A", "B", "C"}));
+}
+
 TEST(DocumentListModel, ShowsRankTitleAndScore) {
   DocumentListModel m(true);
   DocumentEntry d = doc("Harbor of Velm");
@@ -77,7 +91,8 @@ TEST(DocumentListModel, ShowsRankTitleAndScore) {
   d.text = QStringLiteral("one two three four");
   m.setDocuments({d});
   EXPECT_EQ(m.data(m.index(0, DocumentListModel::RankColumn), Qt::DisplayRole).toInt(), 1);
-  EXPECT_EQ(m.data(m.index(0, DocumentListModel::TitleColumn), Qt::DisplayRole).toString(), "Harbor of Velm");
+  EXPECT_EQ(m.data(m.index(0, DocumentListModel::TitleColumn), Qt::DisplayRole).toString(),
+            "Harbor of Velm");
   EXPECT_EQ(m.data(m.index(0, DocumentListModel::ScoreColumn), Qt::DisplayRole).toString(), "7.25");
   EXPECT_EQ(m.data(m.index(0, DocumentListModel::WordsColumn), Qt::DisplayRole).toInt(), 4);
 }
@@ -120,8 +135,10 @@ TEST(CacheStatsModel, KeepsHistoryPerPolicy) {
   m.add(1, e);
   ASSERT_EQ(m.rowCount(), 2);
   EXPECT_EQ(m.policies(), QStringList({"lazy", "full"}));  // full attention, no reuse
-  EXPECT_EQ(m.data(m.index(0, CacheStatsModel::TokenHitColumn), Qt::DisplayRole).toString(), "75.0 %");
-  EXPECT_EQ(m.data(m.index(0, CacheStatsModel::DocHitColumn), Qt::DisplayRole).toString(), "75.0 %");
+  EXPECT_EQ(m.data(m.index(0, CacheStatsModel::TokenHitColumn), Qt::DisplayRole).toString(),
+            "75.0 %");
+  EXPECT_EQ(m.data(m.index(0, CacheStatsModel::DocHitColumn), Qt::DisplayRole).toString(),
+            "75.0 %");
   EXPECT_EQ(format_bytes(3 << 20), "3.0 MiB");
 }
 
