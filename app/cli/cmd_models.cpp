@@ -57,8 +57,9 @@ void run_models() {
   if (const auto path = default_model_path()) {
     std::printf("default model: %s\n", path->string().c_str());
   } else {
-    std::printf("default model: not installed (run scripts/install_default_model.sh); the tiny "
-                "generated model is used instead\n");
+    std::printf(
+        "default model: not installed (run scripts/install_default_model.sh); the tiny "
+        "generated model is used instead\n");
   }
 }
 

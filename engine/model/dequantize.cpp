@@ -9,8 +9,8 @@
 namespace lazyscope {
 namespace {
 
-constexpr int kQK = 32;    // block size of the legacy quants
-constexpr int kQK_K = 256; // super-block size of the K-quants
+constexpr int kQK = 32;     // block size of the legacy quants
+constexpr int kQK_K = 256;  // super-block size of the K-quants
 
 uint16_t read_u16(const uint8_t* p) { return uint16_t(p[0] | (p[1] << 8)); }
 uint32_t read_u32(const uint8_t* p) {
@@ -195,26 +195,46 @@ const GgmlTypeInfo* ggml_type_info(uint32_t type) {
       i8{"I8", 1, 1, false}, i16{"I16", 1, 2, false}, i32{"I32", 1, 4, false},
       i64{"I64", 1, 8, false}, f64{"F64", 1, 8, false}, bf16{"BF16", 1, 2, true};
   switch (GgmlType(type)) {
-    case GgmlType::F32: return &f32;
-    case GgmlType::F16: return &f16;
-    case GgmlType::Q4_0: return &q4_0;
-    case GgmlType::Q4_1: return &q4_1;
-    case GgmlType::Q5_0: return &q5_0;
-    case GgmlType::Q5_1: return &q5_1;
-    case GgmlType::Q8_0: return &q8_0;
-    case GgmlType::Q8_1: return &q8_1;
-    case GgmlType::Q2_K: return &q2_k;
-    case GgmlType::Q3_K: return &q3_k;
-    case GgmlType::Q4_K: return &q4_k;
-    case GgmlType::Q5_K: return &q5_k;
-    case GgmlType::Q6_K: return &q6_k;
-    case GgmlType::Q8_K: return &q8_k;
-    case GgmlType::I8: return &i8;
-    case GgmlType::I16: return &i16;
-    case GgmlType::I32: return &i32;
-    case GgmlType::I64: return &i64;
-    case GgmlType::F64: return &f64;
-    case GgmlType::BF16: return &bf16;
+    case GgmlType::F32:
+      return &f32;
+    case GgmlType::F16:
+      return &f16;
+    case GgmlType::Q4_0:
+      return &q4_0;
+    case GgmlType::Q4_1:
+      return &q4_1;
+    case GgmlType::Q5_0:
+      return &q5_0;
+    case GgmlType::Q5_1:
+      return &q5_1;
+    case GgmlType::Q8_0:
+      return &q8_0;
+    case GgmlType::Q8_1:
+      return &q8_1;
+    case GgmlType::Q2_K:
+      return &q2_k;
+    case GgmlType::Q3_K:
+      return &q3_k;
+    case GgmlType::Q4_K:
+      return &q4_k;
+    case GgmlType::Q5_K:
+      return &q5_k;
+    case GgmlType::Q6_K:
+      return &q6_k;
+    case GgmlType::Q8_K:
+      return &q8_k;
+    case GgmlType::I8:
+      return &i8;
+    case GgmlType::I16:
+      return &i16;
+    case GgmlType::I32:
+      return &i32;
+    case GgmlType::I64:
+      return &i64;
+    case GgmlType::F64:
+      return &f64;
+    case GgmlType::BF16:
+      return &bf16;
   }
   return nullptr;
 }
@@ -252,14 +272,22 @@ void dequantize_row(GgmlType type, const void* src_ptr, float* dst, int64_t coun
     case GgmlType::BF16:
       for (int64_t i = 0; i < count; ++i) dst[i] = bfloat16_to_float(read_u16(src + 2 * i));
       return;
-    case GgmlType::Q8_0: return dequantize_blocks(dequantize_q8_0, src, dst, count, kQK, 34);
-    case GgmlType::Q4_0: return dequantize_blocks(dequantize_q4_0, src, dst, count, kQK, 18);
-    case GgmlType::Q4_1: return dequantize_blocks(dequantize_q4_1, src, dst, count, kQK, 20);
-    case GgmlType::Q5_0: return dequantize_blocks(dequantize_q5_0, src, dst, count, kQK, 22);
-    case GgmlType::Q5_1: return dequantize_blocks(dequantize_q5_1, src, dst, count, kQK, 24);
-    case GgmlType::Q4_K: return dequantize_blocks(dequantize_q4_k, src, dst, count, kQK_K, 144);
-    case GgmlType::Q5_K: return dequantize_blocks(dequantize_q5_k, src, dst, count, kQK_K, 176);
-    case GgmlType::Q6_K: return dequantize_blocks(dequantize_q6_k, src, dst, count, kQK_K, 210);
+    case GgmlType::Q8_0:
+      return dequantize_blocks(dequantize_q8_0, src, dst, count, kQK, 34);
+    case GgmlType::Q4_0:
+      return dequantize_blocks(dequantize_q4_0, src, dst, count, kQK, 18);
+    case GgmlType::Q4_1:
+      return dequantize_blocks(dequantize_q4_1, src, dst, count, kQK, 20);
+    case GgmlType::Q5_0:
+      return dequantize_blocks(dequantize_q5_0, src, dst, count, kQK, 22);
+    case GgmlType::Q5_1:
+      return dequantize_blocks(dequantize_q5_1, src, dst, count, kQK, 24);
+    case GgmlType::Q4_K:
+      return dequantize_blocks(dequantize_q4_k, src, dst, count, kQK_K, 144);
+    case GgmlType::Q5_K:
+      return dequantize_blocks(dequantize_q5_k, src, dst, count, kQK_K, 176);
+    case GgmlType::Q6_K:
+      return dequantize_blocks(dequantize_q6_k, src, dst, count, kQK_K, 210);
     default:
       break;
   }

@@ -24,7 +24,7 @@ struct GgufFile::Mapping {
 
 namespace {
 
-constexpr uint32_t kMaxDims = 4;           // ggml's GGML_MAX_DIMS
+constexpr uint32_t kMaxDims = 4;  // ggml's GGML_MAX_DIMS
 constexpr uint64_t kMaxStringBytes = 1u << 30;
 
 // Bounds-checked little-endian reader over the header; every failure names file and offset.
@@ -58,8 +58,8 @@ class HeaderReader {
 
   std::string read_string(const char* what) {
     const uint64_t length = read<uint64_t>(what);
-    if (length > kMaxStringBytes) fail(std::string(what) + " has an implausible length " +
-                                       std::to_string(length));
+    if (length > kMaxStringBytes)
+      fail(std::string(what) + " has an implausible length " + std::to_string(length));
     need(length, what);
     std::string text(reinterpret_cast<const char*>(data_ + offset_), std::size_t(length));
     offset_ += length;
@@ -76,12 +76,25 @@ class HeaderReader {
 // Smallest encoded size of one value, to reject absurd array counts before allocating.
 uint64_t min_encoded_bytes(GgufValueType type) {
   switch (type) {
-    case GgufValueType::Uint8: case GgufValueType::Int8: case GgufValueType::Bool: return 1;
-    case GgufValueType::Uint16: case GgufValueType::Int16: return 2;
-    case GgufValueType::Uint32: case GgufValueType::Int32: case GgufValueType::Float32: return 4;
-    case GgufValueType::Uint64: case GgufValueType::Int64: case GgufValueType::Float64: return 8;
-    case GgufValueType::String: return 8;
-    case GgufValueType::Array: return 12;
+    case GgufValueType::Uint8:
+    case GgufValueType::Int8:
+    case GgufValueType::Bool:
+      return 1;
+    case GgufValueType::Uint16:
+    case GgufValueType::Int16:
+      return 2;
+    case GgufValueType::Uint32:
+    case GgufValueType::Int32:
+    case GgufValueType::Float32:
+      return 4;
+    case GgufValueType::Uint64:
+    case GgufValueType::Int64:
+    case GgufValueType::Float64:
+      return 8;
+    case GgufValueType::String:
+      return 8;
+    case GgufValueType::Array:
+      return 12;
   }
   return 1;
 }
@@ -93,23 +106,45 @@ GgufValue read_value(HeaderReader& in, GgufValueType type, const std::string& ke
   value.type = type;
   const char* what = "metadata value";
   switch (type) {
-    case GgufValueType::Uint8: value.uint_value = in.read<uint8_t>(what); break;
-    case GgufValueType::Int8: value.int_value = in.read<int8_t>(what); break;
-    case GgufValueType::Uint16: value.uint_value = in.read<uint16_t>(what); break;
-    case GgufValueType::Int16: value.int_value = in.read<int16_t>(what); break;
-    case GgufValueType::Uint32: value.uint_value = in.read<uint32_t>(what); break;
-    case GgufValueType::Int32: value.int_value = in.read<int32_t>(what); break;
-    case GgufValueType::Uint64: value.uint_value = in.read<uint64_t>(what); break;
-    case GgufValueType::Int64: value.int_value = in.read<int64_t>(what); break;
-    case GgufValueType::Float32: value.float_value = in.read<float>(what); break;
-    case GgufValueType::Float64: value.float_value = in.read<double>(what); break;
+    case GgufValueType::Uint8:
+      value.uint_value = in.read<uint8_t>(what);
+      break;
+    case GgufValueType::Int8:
+      value.int_value = in.read<int8_t>(what);
+      break;
+    case GgufValueType::Uint16:
+      value.uint_value = in.read<uint16_t>(what);
+      break;
+    case GgufValueType::Int16:
+      value.int_value = in.read<int16_t>(what);
+      break;
+    case GgufValueType::Uint32:
+      value.uint_value = in.read<uint32_t>(what);
+      break;
+    case GgufValueType::Int32:
+      value.int_value = in.read<int32_t>(what);
+      break;
+    case GgufValueType::Uint64:
+      value.uint_value = in.read<uint64_t>(what);
+      break;
+    case GgufValueType::Int64:
+      value.int_value = in.read<int64_t>(what);
+      break;
+    case GgufValueType::Float32:
+      value.float_value = in.read<float>(what);
+      break;
+    case GgufValueType::Float64:
+      value.float_value = in.read<double>(what);
+      break;
     case GgufValueType::Bool: {
       const uint8_t b = in.read<uint8_t>(what);
       if (b > 1) in.fail("metadata key '" + key + "' has a bool value of " + std::to_string(b));
       value.uint_value = b;
       break;
     }
-    case GgufValueType::String: value.string_value = in.read_string("metadata string"); break;
+    case GgufValueType::String:
+      value.string_value = in.read_string("metadata string");
+      break;
     case GgufValueType::Array: {
       if (depth > 8) in.fail("metadata key '" + key + "' nests arrays too deeply");
       const uint32_t element_type = in.read<uint32_t>("array element type");
@@ -137,28 +172,46 @@ GgufValue read_value(HeaderReader& in, GgufValueType type, const std::string& ke
 
 const char* to_string(GgufValueType type) {
   switch (type) {
-    case GgufValueType::Uint8: return "uint8";
-    case GgufValueType::Int8: return "int8";
-    case GgufValueType::Uint16: return "uint16";
-    case GgufValueType::Int16: return "int16";
-    case GgufValueType::Uint32: return "uint32";
-    case GgufValueType::Int32: return "int32";
-    case GgufValueType::Float32: return "float32";
-    case GgufValueType::Bool: return "bool";
-    case GgufValueType::String: return "string";
-    case GgufValueType::Array: return "array";
-    case GgufValueType::Uint64: return "uint64";
-    case GgufValueType::Int64: return "int64";
-    case GgufValueType::Float64: return "float64";
+    case GgufValueType::Uint8:
+      return "uint8";
+    case GgufValueType::Int8:
+      return "int8";
+    case GgufValueType::Uint16:
+      return "uint16";
+    case GgufValueType::Int16:
+      return "int16";
+    case GgufValueType::Uint32:
+      return "uint32";
+    case GgufValueType::Int32:
+      return "int32";
+    case GgufValueType::Float32:
+      return "float32";
+    case GgufValueType::Bool:
+      return "bool";
+    case GgufValueType::String:
+      return "string";
+    case GgufValueType::Array:
+      return "array";
+    case GgufValueType::Uint64:
+      return "uint64";
+    case GgufValueType::Int64:
+      return "int64";
+    case GgufValueType::Float64:
+      return "float64";
   }
   return "unknown";
 }
 
 bool GgufValue::is_integer() const {
   switch (type) {
-    case GgufValueType::Uint8: case GgufValueType::Int8: case GgufValueType::Uint16:
-    case GgufValueType::Int16: case GgufValueType::Uint32: case GgufValueType::Int32:
-    case GgufValueType::Uint64: case GgufValueType::Int64:
+    case GgufValueType::Uint8:
+    case GgufValueType::Int8:
+    case GgufValueType::Uint16:
+    case GgufValueType::Int16:
+    case GgufValueType::Uint32:
+    case GgufValueType::Int32:
+    case GgufValueType::Uint64:
+    case GgufValueType::Int64:
       return true;
     default:
       return false;
@@ -288,14 +341,16 @@ GgufFile GgufFile::open(const std::filesystem::path& path) {
       in.fail("tensor '" + tensor.name + "' offset " + std::to_string(tensor.offset) +
               " is not a multiple of the alignment " + std::to_string(file.alignment_));
     }
-    if (file.tensor_index_.count(tensor.name)) in.fail("tensor '" + tensor.name + "' appears twice");
+    if (file.tensor_index_.count(tensor.name))
+      in.fail("tensor '" + tensor.name + "' appears twice");
     file.tensor_index_.emplace(tensor.name, file.tensors_.size());
     file.tensors_.push_back(std::move(tensor));
   }
 
   const uint64_t header_end = in.offset();
   file.data_offset_ = (header_end + file.alignment_ - 1) / file.alignment_ * file.alignment_;
-  const uint64_t data_bytes = file.file_size_ >= file.data_offset_ ? file.file_size_ - file.data_offset_ : 0;
+  const uint64_t data_bytes =
+      file.file_size_ >= file.data_offset_ ? file.file_size_ - file.data_offset_ : 0;
   if (!file.tensors_.empty() && file.data_offset_ > file.file_size_) {
     throw Error(name + ": file is truncated: the tensor data section would start at byte " +
                 std::to_string(file.data_offset_) + " but the file has " +
@@ -341,7 +396,8 @@ namespace {
 [[noreturn]] void wrong_type(const std::filesystem::path& path, const std::string& key,
                              const GgufValue& value, const char* expected) {
   std::string actual = to_string(value.type);
-  if (value.type == GgufValueType::Array) actual += std::string(" of ") + to_string(value.element_type);
+  if (value.type == GgufValueType::Array)
+    actual += std::string(" of ") + to_string(value.element_type);
   throw Error(path.string() + ": metadata key '" + key + "' should be " + expected + " but is " +
               actual);
 }
@@ -352,7 +408,9 @@ int64_t integer_of(const GgufValue& value) {
     return std::numeric_limits<int64_t>::max();
   }
   switch (value.type) {
-    case GgufValueType::Int8: case GgufValueType::Int16: case GgufValueType::Int32:
+    case GgufValueType::Int8:
+    case GgufValueType::Int16:
+    case GgufValueType::Int32:
     case GgufValueType::Int64:
       return value.int_value;
     default:

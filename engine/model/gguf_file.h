@@ -37,9 +37,9 @@ const char* to_string(GgufValueType type);
 struct GgufValue {
   GgufValueType type = GgufValueType::Uint8;
   GgufValueType element_type = GgufValueType::Uint8;  // arrays only
-  uint64_t uint_value = 0;  // Uint*, Bool
-  int64_t int_value = 0;    // Int*
-  double float_value = 0;   // Float*
+  uint64_t uint_value = 0;                            // Uint*, Bool
+  int64_t int_value = 0;                              // Int*
+  double float_value = 0;                             // Float*
   std::string string_value;
   std::vector<GgufValue> elements;
 
@@ -79,7 +79,7 @@ class GgufFile {
   const GgufTensorInfo* find_tensor(const std::string& name) const;
 
   // Typed getters: nullopt when the key is absent, Error when present with the wrong type.
-  std::optional<int64_t> get_int(const std::string& key) const;  // any integer type
+  std::optional<int64_t> get_int(const std::string& key) const;   // any integer type
   std::optional<double> get_float(const std::string& key) const;  // any float or integer type
   std::optional<bool> get_bool(const std::string& key) const;
   std::optional<std::string> get_string(const std::string& key) const;

@@ -78,7 +78,8 @@ RopeParams rope_from_freq_factors(const GgufFile& file, const GgufTensorInfo& te
   if (largest == 1.0f) return rope;  // no scaling at all
   rope.llama3 = true;
   rope.factor = largest;
-  rope.low_freq_factor = float(file.get_float(arch + ".rope.scaling.low_freq_factor").value_or(1.0));
+  rope.low_freq_factor =
+      float(file.get_float(arch + ".rope.scaling.low_freq_factor").value_or(1.0));
   rope.high_freq_factor =
       float(file.get_float(arch + ".rope.scaling.high_freq_factor").value_or(4.0));
   rope.original_max_position =
@@ -97,9 +98,11 @@ RopeParams rope_from_freq_factors(const GgufFile& file, const GgufTensorInfo& te
       expected = 1.0 / ((1 - smooth) / rope.factor + smooth);
     }
     if (std::abs(expected - factors[i]) > 1e-3 * expected) {
-      throw Error(name + ": tensor 'rope_freqs.weight' is not a Llama 3 RoPE scaling this engine "
-                  "can reproduce (factor " + std::to_string(i) + " is " +
-                  std::to_string(factors[i]) + ", expected " + std::to_string(expected) + ")");
+      throw Error(name +
+                  ": tensor 'rope_freqs.weight' is not a Llama 3 RoPE scaling this engine "
+                  "can reproduce (factor " +
+                  std::to_string(i) + " is " + std::to_string(factors[i]) + ", expected " +
+                  std::to_string(expected) + ")");
     }
   }
   return rope;
@@ -166,11 +169,11 @@ ModelConfig gguf_model_config(const GgufFile& file) {
   if (value_length != shape.head_dim || rope_dims != shape.head_dim || shape.head_dim % 2 != 0) {
     throw Error(name + ": head dimension " + std::to_string(shape.head_dim) + ", value length " +
                 std::to_string(value_length) + " and rope.dimension_count " +
-                std::to_string(rope_dims) + " must be equal and even (partial RoPE is not supported)");
+                std::to_string(rope_dims) +
+                " must be equal and even (partial RoPE is not supported)");
   }
   config.max_position_embeddings = positive_int(file, p + "context_length", 8192);
-  shape.rms_norm_eps =
-      float(file.get_float(p + "attention.layer_norm_rms_epsilon").value_or(1e-5));
+  shape.rms_norm_eps = float(file.get_float(p + "attention.layer_norm_rms_epsilon").value_or(1e-5));
   shape.rope.theta = float(file.get_float(p + "rope.freq_base").value_or(10000.0));
   if (!(shape.rms_norm_eps > 0) || !(shape.rope.theta > 1)) {
     throw Error(name + ": invalid rms epsilon or rope.freq_base");
@@ -195,7 +198,8 @@ ModelConfig gguf_model_config(const GgufFile& file) {
   shape.vocab_size = int(embed_dims[1]);
   if (const auto vocab = file.get_int(p + "vocab_size"); vocab && *vocab != shape.vocab_size) {
     throw Error(name + ": " + p + "vocab_size is " + std::to_string(*vocab) +
-                " but tensor 'token_embd.weight' has " + std::to_string(shape.vocab_size) + " rows");
+                " but tensor 'token_embd.weight' has " + std::to_string(shape.vocab_size) +
+                " rows");
   }
   shape.tie_word_embeddings = file.find_tensor("output.weight") == nullptr;
   return config;

@@ -9,7 +9,8 @@
 
 namespace lazyscope {
 
-LoadedModel load_gguf_model(const std::filesystem::path& gguf_file, const ProgressFn& progress = {});
+LoadedModel load_gguf_model(const std::filesystem::path& gguf_file,
+                            const ProgressFn& progress = {});
 
 // ModelConfig from the llama.* metadata and the tensor shapes (no weights are read).
 ModelConfig gguf_model_config(const GgufFile& file);

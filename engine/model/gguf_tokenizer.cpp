@@ -39,7 +39,8 @@ std::string gguf_pre_tokenizer_regex(const std::string& pre, const std::string& 
 TokenizerSpec gguf_tokenizer_spec(const GgufFile& file) {
   const std::string name = file.path().string();
   const auto model = file.get_string("tokenizer.ggml.model");
-  if (!model) throw Error(name + ": no tokenizer in the metadata (tokenizer.ggml.model is missing)");
+  if (!model)
+    throw Error(name + ": no tokenizer in the metadata (tokenizer.ggml.model is missing)");
   if (*model != "gpt2") {
     throw Error(name + ": tokenizer.ggml.model '" + *model +
                 "' is not supported (only the byte-level BPE 'gpt2' tokenizer is)");

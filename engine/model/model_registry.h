@@ -9,11 +9,11 @@
 namespace lazyscope {
 
 struct InstalledModel {
-  std::string name;             // file stem or directory name
-  std::filesystem::path path;   // .gguf file or HF checkpoint directory
+  std::string name;            // file stem or directory name
+  std::filesystem::path path;  // .gguf file or HF checkpoint directory
   std::uintmax_t size_bytes = 0;
-  bool is_default = false;      // the embedded default (SmolLM2-135M-Instruct)
-  std::string format;           // "gguf" or "hf"
+  bool is_default = false;  // the embedded default (SmolLM2-135M-Instruct)
+  std::string format;       // "gguf" or "hf"
 };
 
 // $LAZYSCOPE_MODEL_DIR, else ${XDG_CACHE_HOME:-$HOME/.cache}/lazyscope/models.

@@ -4,9 +4,12 @@ namespace lazyscope {
 
 const char* to_string(ChatTemplateKind kind) {
   switch (kind) {
-    case ChatTemplateKind::Plain: return "plain";
-    case ChatTemplateKind::ChatML: return "chatml";
-    case ChatTemplateKind::Llama3: return "llama3";
+    case ChatTemplateKind::Plain:
+      return "plain";
+    case ChatTemplateKind::ChatML:
+      return "chatml";
+    case ChatTemplateKind::Llama3:
+      return "llama3";
   }
   return "plain";
 }
@@ -48,15 +51,17 @@ std::string format_rag_document(const RagDocument& document) {
 
 namespace {
 
-RagPromptParts build(ChatTemplateKind kind, std::string_view system, std::string_view default_system,
-                     const std::vector<RagDocument>& documents, std::string_view question) {
+RagPromptParts build(ChatTemplateKind kind, std::string_view system,
+                     std::string_view default_system, const std::vector<RagDocument>& documents,
+                     std::string_view question) {
   RagPromptParts parts;
   parts.kind = kind;
   const std::string system_text(system.empty() ? default_system : system);
   const std::string question_text = "Question: " + std::string(question);
   switch (kind) {
     case ChatTemplateKind::ChatML:
-      if (!system_text.empty()) parts.prefix_text = "<|im_start|>system\n" + system_text + "<|im_end|>\n";
+      if (!system_text.empty())
+        parts.prefix_text = "<|im_start|>system\n" + system_text + "<|im_end|>\n";
       parts.prefix_text += "<|im_start|>user\n";
       parts.query_text = question_text + "<|im_end|>\n<|im_start|>assistant\n";
       break;

@@ -19,11 +19,11 @@ class GgufDequantize : public ::testing::TestWithParam<const char*> {
   // ctest runs each case in its own process: the fixture file is shared between them, keyed by
   // the writer script's contents and published by an atomic rename.
   static void SetUpTestSuite() {
-    const std::string script = testing_gguf::read_text(
-        std::filesystem::path(LAZYSCOPE_SOURCE_DIR) / "tests/engine/model/gguf_fixtures.py");
-    path_ = new std::filesystem::path(std::filesystem::temp_directory_path() /
-                                      ("lazyscope-gguf-quants-" +
-                                       std::to_string(std::hash<std::string>{}(script)) + ".gguf"));
+    const std::string script = testing_gguf::read_text(std::filesystem::path(LAZYSCOPE_SOURCE_DIR) /
+                                                       "tests/engine/model/gguf_fixtures.py");
+    path_ = new std::filesystem::path(
+        std::filesystem::temp_directory_path() /
+        ("lazyscope-gguf-quants-" + std::to_string(std::hash<std::string>{}(script)) + ".gguf"));
     if (std::filesystem::exists(*path_)) return;
     const auto dir = testing_gguf::scratch_dir("quants");
     if (testing_gguf::run_fixture("quants " + shell_quoted(dir / "quants.gguf"))) {

@@ -1,11 +1,12 @@
 // The GGUF container: every metadata type, tensor infos, alignment, and every malformed file
 // giving a clear error that names the file (and the tensor or key when there is one).
+#include "engine/model/gguf_file.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <fstream>
 
-#include "engine/model/gguf_file.h"
 #include "engine/model/gguf_test_util.h"
 #include "kernels/error.h"
 
@@ -100,8 +101,8 @@ class GgufFileTest : public ::testing::Test {
 };
 
 TEST_F(GgufFileTest, ReadsEveryMetadataTypeWrittenByThePythonPackage) {
-  ASSERT_TRUE(testing_gguf::run_fixture("llama " + testing_gguf::shell_quoted(dir_ / "m.gguf") + " " +
-                                        testing_gguf::shell_quoted(dir_)));
+  ASSERT_TRUE(testing_gguf::run_fixture("llama " + testing_gguf::shell_quoted(dir_ / "m.gguf") +
+                                        " " + testing_gguf::shell_quoted(dir_)));
   const GgufFile file = GgufFile::open(dir_ / "m.gguf");
   EXPECT_EQ(file.version(), 3u);
   EXPECT_EQ(file.alignment(), 32u);
@@ -118,7 +119,9 @@ TEST_F(GgufFileTest, ReadsEveryMetadataTypeWrittenByThePythonPackage) {
   ASSERT_EQ(nested->element_type, GgufValueType::Array);
   ASSERT_EQ(nested->elements.size(), 2u);
   EXPECT_EQ(nested->elements[0].elements.size(), 2u);
-  EXPECT_EQ(nested->elements[1].elements[0].int_value + int64_t(nested->elements[1].elements[0].uint_value), 3);
+  EXPECT_EQ(nested->elements[1].elements[0].int_value +
+                int64_t(nested->elements[1].elements[0].uint_value),
+            3);
   const GgufValue* floats = file.find("test.floats");
   ASSERT_NE(floats, nullptr);
   ASSERT_EQ(floats->elements.size(), 2u);
@@ -175,8 +178,8 @@ TEST_F(GgufFileTest, RejectsTruncatedFilesAtEveryStage) {
   const std::string full = valid().bytes();
   expect_error(full.substr(0, 2), {"truncated"});
   expect_error(full.substr(0, 12), {"truncated", "tensor count"});
-  expect_error(full.substr(0, 40), {"truncated"});   // inside the metadata
-  expect_error(full.substr(0, 90), {"truncated"});   // inside the tensor infos
+  expect_error(full.substr(0, 40), {"truncated"});  // inside the metadata
+  expect_error(full.substr(0, 90), {"truncated"});  // inside the tensor infos
   expect_error(full.substr(0, full.size() - 8), {"b.weight", "past the end"});  // data cut short
 }
 
@@ -200,8 +203,10 @@ TEST_F(GgufFileTest, RejectsLyingLengthsAndCounts) {
   long_string.put<uint64_t>(1ull << 40).zeros(16);
   expect_error(long_string.bytes(), {"implausible length"});
   GgufBytes long_array = header(0, 1);
-  long_array.str("big").put<uint32_t>(uint32_t(GgufValueType::Array))
-      .put<uint32_t>(uint32_t(GgufValueType::Uint64)).put<uint64_t>(1ull << 50);
+  long_array.str("big")
+      .put<uint32_t>(uint32_t(GgufValueType::Array))
+      .put<uint32_t>(uint32_t(GgufValueType::Uint64))
+      .put<uint64_t>(1ull << 50);
   expect_error(long_array.bytes(), {"big", "array elements"});
   expect_error(header(1ull << 60, 0).bytes(), {"tensors"});
   expect_error(header(0, 1ull << 60).bytes(), {"metadata entries"});

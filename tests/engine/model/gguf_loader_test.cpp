@@ -1,11 +1,12 @@
 // A tiny complete Llama GGUF written by the `gguf` Python package loads into LoadedModel with
 // HF-layout weights; broken models give clear errors; the installed SmolLM2 loads when present.
+#include "engine/model/gguf_loader.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <numeric>
 
-#include "engine/model/gguf_loader.h"
 #include "engine/model/gguf_test_util.h"
 #include "engine/model/model_registry.h"
 #include "kernels/error.h"
@@ -28,7 +29,8 @@ class GgufLoaderTest : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
   std::filesystem::path make(const std::string& options, const std::string& name = "tiny.gguf") {
     const auto path = dir_ / name;
-    EXPECT_TRUE(testing_gguf::run_fixture("llama " + shell_quoted(path) + " " + shell_quoted(dir_) + " " + options));
+    EXPECT_TRUE(testing_gguf::run_fixture("llama " + shell_quoted(path) + " " + shell_quoted(dir_) +
+                                          " " + options));
     return path;
   }
   void expect_error(const std::string& options, std::vector<std::string> fragments) {

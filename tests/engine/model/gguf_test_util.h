@@ -30,12 +30,12 @@ inline std::string shell_quoted(const std::filesystem::path& path) {
 inline bool run_fixture(const std::string& args) {
   std::string command = shell_quoted(LAZYSCOPE_PYTHON);
   command += ' ';
-  command += shell_quoted(std::string(LAZYSCOPE_SOURCE_DIR) + "/tests/engine/model/gguf_fixtures.py");
+  command +=
+      shell_quoted(std::string(LAZYSCOPE_SOURCE_DIR) + "/tests/engine/model/gguf_fixtures.py");
   command += ' ';
   command += args;
   return std::system(command.c_str()) == 0;
 }
-
 
 inline std::string read_text(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);

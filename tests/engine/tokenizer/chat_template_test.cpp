@@ -1,7 +1,7 @@
 // RAG prompts in the model's own chat format, cut into prefix / document / query segments.
-#include <gtest/gtest.h>
-
 #include "engine/tokenizer/chat_template.h"
+
+#include <gtest/gtest.h>
 
 namespace lazyscope {
 namespace {
@@ -28,8 +28,8 @@ TEST(ChatTemplate, DetectsTheKindFromTheJinjaText) {
 TEST(ChatTemplate, ChatMLRagPromptHasSeparateSegments) {
   const std::vector<RagDocument> docs = {{"Paris", "Paris is the capital of France."},
                                          {"", "The Seine flows through Paris."}};
-  const RagPromptParts parts =
-      build_rag_prompt(kSmolLM2Template, "Answer from the documents.", docs, "What is the capital?");
+  const RagPromptParts parts = build_rag_prompt(kSmolLM2Template, "Answer from the documents.",
+                                                docs, "What is the capital?");
   EXPECT_EQ(parts.kind, ChatTemplateKind::ChatML);
   EXPECT_EQ(parts.prefix_text,
             "<|im_start|>system\nAnswer from the documents.<|im_end|>\n<|im_start|>user\n");

@@ -1,12 +1,13 @@
 // The tokenizer built from GGUF metadata against HF `tokenizers` on the same vocabulary:
 // a tiny trained vocabulary for each pre-tokenizer, and SmolLM2's real one when installed.
+#include "engine/model/gguf_tokenizer.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/model/gguf_file.h"
 #include "engine/model/gguf_test_util.h"
-#include "engine/model/gguf_tokenizer.h"
 #include "engine/model/model_registry.h"
 #include "kernels/error.h"
 
@@ -16,8 +17,8 @@ namespace {
 using testing_gguf::shell_quoted;
 
 // Compares every case of a {text, ids} JSON list; returns the number of mismatches.
-int compare_cases(const Tokenizer& tokenizer, const std::filesystem::path& cases_json,
-                  int* total, bool check_decode) {
+int compare_cases(const Tokenizer& tokenizer, const std::filesystem::path& cases_json, int* total,
+                  bool check_decode) {
   const auto cases = nlohmann::json::parse(testing_gguf::read_text(cases_json));
   int mismatches = 0;
   *total = int(cases.size());
@@ -27,8 +28,9 @@ int compare_cases(const Tokenizer& tokenizer, const std::filesystem::path& cases
     const std::vector<int32_t> ours = tokenizer.encode(text);
     if (ours != expected) {
       if (++mismatches <= 5) {
-        ADD_FAILURE() << "text " << nlohmann::json(text).dump() << "\n ours " << nlohmann::json(ours).dump()
-                      << "\n   HF " << nlohmann::json(expected).dump();
+        ADD_FAILURE() << "text " << nlohmann::json(text).dump() << "\n ours "
+                      << nlohmann::json(ours).dump() << "\n   HF "
+                      << nlohmann::json(expected).dump();
       }
     } else if (check_decode) {
       EXPECT_EQ(tokenizer.decode(ours), text);
@@ -46,8 +48,8 @@ class GgufTokenizerTest : public ::testing::TestWithParam<const char*> {
 
 TEST_P(GgufTokenizerTest, MatchesHfTokenizersOnTheSameVocabulary) {
   const std::string pre = GetParam();
-  ASSERT_TRUE(testing_gguf::run_fixture("llama " + shell_quoted(dir_ / "m.gguf") + " " + shell_quoted(dir_) +
-                                        " --pre " + pre));
+  ASSERT_TRUE(testing_gguf::run_fixture("llama " + shell_quoted(dir_ / "m.gguf") + " " +
+                                        shell_quoted(dir_) + " --pre " + pre));
   const GgufFile file = GgufFile::open(dir_ / "m.gguf");
   const TokenizerSpec spec = gguf_tokenizer_spec(file);
   EXPECT_EQ(spec.vocab.size(), 420u);
@@ -64,10 +66,10 @@ TEST_P(GgufTokenizerTest, MatchesHfTokenizersOnTheSameVocabulary) {
 }
 
 INSTANTIATE_TEST_SUITE_P(GgufPreTokenizers, GgufTokenizerTest,
-                         ::testing::Values("smollm", "llama-bpe", "gpt-2"),
-                         [](const auto& info) {
+                         ::testing::Values("smollm", "llama-bpe", "gpt-2"), [](const auto& info) {
                            std::string name = info.param;
-                           for (char& c : name) if (c == '-') c = '_';
+                           for (char& c : name)
+                             if (c == '-') c = '_';
                            return name;
                          });
 
