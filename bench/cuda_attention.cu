@@ -145,7 +145,11 @@ double prefill_ms(const Pool& pool, const std::vector<KvEntry>& table, int n, bo
   DeviceBuffer d_positions = upload(positions);
   DeviceBuffer q(std::size_t(n) * kHeads * kDim * 2), out(std::size_t(n) * kHeads * kDim * 2);
   fill_random_bf16(q.as<bf16_bits>(), int64_t(n) * kHeads * kDim, 5, 1.0f, nullptr);
-  const int splits = prefill_num_splits(n, kHeads, kKvHeads, int(plan.tiles.size()), device_sm_count());
+  const std::vector<int32_t> ranges =
+      lazy_split_ranges(plan, 0, prefill_num_splits(n, kHeads, kKvHeads, int(plan.tiles.size()), device_sm_count()));
+  const int splits = lazy ? int(ranges.size() / 2)
+                          : prefill_num_splits(n, kHeads, kKvHeads, int(plan.tiles.size()), device_sm_count());
+  DeviceBuffer d_ranges = upload(ranges);
   *splits_out = splits;
   DeviceBuffer po(split_partial_o_floats(n * kHeads, splits, kDim) * 4);
   DeviceBuffer pml(split_partial_ml_floats(n * kHeads, splits) * 4);
@@ -171,6 +175,7 @@ double prefill_ms(const Pool& pool, const std::vector<KvEntry>& table, int n, bo
     p.tile_shift_index = tile_shift.as<int32_t>();
     p.num_shifts = num_shifts;
     p.q_rotated = q_rotated.as<bf16_bits>();
+    p.split_ranges = d_ranges.as<int32_t>();
     p.out = out.as<bf16_bits>();
     p.rows_per_warp = rows_per_warp;
     p.num_splits = splits;

@@ -103,6 +103,7 @@ struct PrefillParams {
   const int32_t* tile_shift_index = nullptr;  // [num_tiles], device
   int num_shifts = 0;
   bf16_bits* q_rotated = nullptr;             // workspace, lazy_query_workspace_elements()
+  const int32_t* split_ranges = nullptr;      // lazy: [num_splits][2] tile ranges inside one shift run
   bf16_bits* out = nullptr;              // [n, num_heads, head_dim]
   int rows_per_warp = 32;                // 32 (default) or 16: rows of the MMA tile per warp
   int num_splits = 1;
@@ -113,6 +114,9 @@ struct PrefillParams {
 inline std::size_t lazy_query_workspace_elements(int n, int num_heads, int head_dim, int num_shifts) {
   return std::size_t(n) * num_heads * head_dim * num_shifts;
 }
+// Lazy prefill split ranges for sequence `seq`: about `splits` pieces, none crossing a change of
+// shift; flattened [begin, end) pairs of sequence-local tile indices (num_splits = size / 2).
+std::vector<int32_t> lazy_split_ranges(const AttentionPlan& plan, int seq, int splits);
 int prefill_num_splits(int n, int num_heads, int num_kv_heads, int num_tiles, int sm_count);
 void prefill_attention(const PrefillParams& p, cudaStream_t stream);
 

@@ -61,6 +61,25 @@ void append_table(AttentionPlan& plan, const KvEntry* table, int count, int bloc
   plan.max_entries = std::max(plan.max_entries, count);
 }
 
+std::vector<int32_t> lazy_split_ranges(const AttentionPlan& plan, int seq, int splits) {
+  const int first = plan.seq_tile_offsets[seq], last = plan.seq_tile_offsets[seq + 1];
+  const int total = last - first;
+  std::vector<int32_t> ranges;
+  for (int begin = 0; begin < total;) {
+    int end = begin;
+    while (end < total && plan.tile_shift_index[first + end] == plan.tile_shift_index[first + begin]) ++end;
+    // Pieces in proportion to the run's share of the tiles, at least one.
+    const int length = end - begin;
+    const int pieces = std::max(1, std::min(length, int(double(splits) * length / total + 0.5)));
+    for (int i = 0; i < pieces; ++i) {
+      ranges.push_back(begin + int(int64_t(length) * i / pieces));
+      ranges.push_back(begin + int(int64_t(length) * (i + 1) / pieces));
+    }
+    begin = end;
+  }
+  return ranges;
+}
+
 int device_sm_count() {
   int device = 0;
   LAZYSCOPE_CUDA_CHECK(cudaGetDevice(&device));

@@ -1,7 +1,10 @@
 // Lazy and plain paged prefill attention on tensor cores (mma.sync m16n8k16, bf16 in, fp32
-// accumulation). A CTA owns 64 rows of (query token, group head) pairs of one KV head, so the
-// GQA group shares every K/V tile; K/V tiles of 64 keys (consecutive blocks of one shift) are
+// accumulation). A CTA owns 64 or 128 rows of (query token, group head) pairs of one KV head, so
+// the GQA group shares every K/V tile; K/V tiles of 64 keys (consecutive blocks of one shift) are
 // double-buffered through cp.async; online softmax; optional split along the KV tiles.
+// Lazy: a pre-pass rotates the query once per distinct shift δ by (m − δ); lazy splits never
+// cross a shift change, so a CTA stages its one rotated copy up front and then runs the plain
+// kernel's loop unchanged.
 #include <algorithm>
 #include <climits>
 #include <string>
@@ -58,9 +61,16 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
     if (p.tiles[mid].key_start <= tile_key_limit) lo = mid + 1; else hi = mid;
   }
   const int visible_tiles = lo;
-  const int per_split = (visible_tiles + p.num_splits - 1) / p.num_splits;
-  const int tile_begin = split * per_split;
-  const int tile_end = min(visible_tiles, tile_begin + per_split);
+  int tile_begin, tile_end;
+  if constexpr (LAZY) {
+    // Lazy splits never cross a shift run (host-built ranges), so one query copy serves each CTA.
+    tile_begin = p.split_ranges[2 * split];
+    tile_end = min(visible_tiles, p.split_ranges[2 * split + 1]);
+  } else {
+    const int per_split = (visible_tiles + p.num_splits - 1) / p.num_splits;
+    tile_begin = split * per_split;
+    tile_end = min(visible_tiles, tile_begin + per_split);
+  }
 
   // This thread's rows: quad_row and quad_row + 8 of each of its warp's MT row tiles.
   int key_limit[MT][2];
@@ -119,10 +129,15 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
   const float score_scale = rsqrtf(float(D)) * kLog2e;
 
   if (tile_begin < tile_end) {
-    if constexpr (!LAZY) stage_q(p.q, p.q_row_stride);  // plain: rotated at write time, staged once
+    if constexpr (LAZY) {
+      // This range's shift: its query rows, rotated by (m − δ) in the pre-pass.
+      const int run = p.tile_shift_index[tile_begin];
+      stage_q(p.q_rotated + int64_t(run) * p.n * p.num_heads * D, int64_t(p.num_heads) * D);
+    } else {
+      stage_q(p.q, p.q_row_stride);  // plain: rotated at write time
+    }
     load_tile(tile_begin, 0);
     cp_async_commit();
-    int current_run = -1;
     for (int ti = tile_begin; ti < tile_end; ++ti) {
       const int stage = (ti - tile_begin) & 1;
       if (ti + 1 < tile_end) {
@@ -131,16 +146,6 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
         cp_async_wait<1>();
       } else {
         cp_async_wait<0>();
-      }
-      if constexpr (LAZY) {
-        const int run = p.tile_shift_index[ti];
-        if (run != current_run) {
-          // A new shift: stage this shift's pre-rotated query tile (rotated once by (m − δ)).
-          current_run = run;
-          stage_q(p.q_rotated + int64_t(run) * p.n * p.num_heads * D, int64_t(p.num_heads) * D);
-          cp_async_commit();
-          cp_async_wait<0>();
-        }
       }
       __syncthreads();
       const __nv_bfloat16* k_tile = k_s + stage * kKeys * kLd;
@@ -348,7 +353,8 @@ void prefill_attention(const PrefillParams& p, cudaStream_t stream) {
     throw Error("cuda prefill attention: split workspace missing");
   }
   if (p.lazy) {
-    if (p.q_rotated == nullptr || p.shifts == nullptr || p.tile_shift_index == nullptr || p.num_shifts < 1) {
+    if (p.q_rotated == nullptr || p.shifts == nullptr || p.tile_shift_index == nullptr || p.num_shifts < 1 ||
+        p.split_ranges == nullptr) {
       throw Error("cuda prefill attention: lazy call without shifts or rotated-query workspace");
     }
     rotate_queries_kernel<<<dim3(p.n, p.num_shifts), 256, p.head_dim * sizeof(float), stream>>>(p);

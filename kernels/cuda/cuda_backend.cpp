@@ -218,7 +218,14 @@ void CudaBackend::forward(const ForwardStep& step, std::vector<float>* logits) {
   const int splits = decode ? decode_num_splits(1, shape_.num_kv_heads, plan.max_entries, sm_count_)
                             : prefill_num_splits(n, shape_.num_heads, shape_.num_kv_heads, int(plan.tiles.size()),
                                                  sm_count_);
-  ensure_workspace(n, n * shape_.num_heads * splits);
+  // Lazy prefill splits follow the shift runs (see lazy_split_ranges).
+  std::vector<int32_t> ranges;
+  int num_splits = splits;
+  if (!decode && step.lazy_rotation) {
+    ranges = lazy_split_ranges(plan, 0, splits);
+    num_splits = int(ranges.size() / 2);
+  }
+  ensure_workspace(n, n * shape_.num_heads * num_splits);
 
   // One upload per step: tokens, positions, slots, entries, tiles.
   host_meta_.clear();
@@ -232,6 +239,7 @@ void CudaBackend::forward(const ForwardStep& step, std::vector<float>* logits) {
   const std::size_t shifts_at = append_aligned(host_meta_, plan.distinct_shifts.data(), plan.distinct_shifts.size());
   const std::size_t tile_shift_at =
       append_aligned(host_meta_, plan.tile_shift_index.data(), plan.tile_shift_index.size());
+  const std::size_t ranges_at = append_aligned(host_meta_, ranges.data(), ranges.size());
   const int num_shifts = int(plan.distinct_shifts.size());
   if (!decode && step.lazy_rotation) {
     q_rotated_.reserve(lazy_query_workspace_elements(n, shape_.num_heads, shape_.head_dim, num_shifts) * 2);
@@ -248,6 +256,7 @@ void CudaBackend::forward(const ForwardStep& step, std::vector<float>* logits) {
   const int32_t* d_offsets = reinterpret_cast<const int32_t*>(meta + offsets_at);
   const int32_t* d_shifts = reinterpret_cast<const int32_t*>(meta + shifts_at);
   const int32_t* d_tile_shift = reinterpret_cast<const int32_t*>(meta + tile_shift_at);
+  const int32_t* d_ranges = reinterpret_cast<const int32_t*>(meta + ranges_at);
 
   float* x = x_.as<float>();
   bf16_bits* h = h_.as<bf16_bits>();
@@ -322,8 +331,9 @@ void CudaBackend::forward(const ForwardStep& step, std::vector<float>* logits) {
       ap.tile_shift_index = d_tile_shift;
       ap.num_shifts = num_shifts;
       ap.q_rotated = step.lazy_rotation ? q_rotated_.as<bf16_bits>() : nullptr;
+      ap.split_ranges = step.lazy_rotation ? d_ranges : nullptr;
       ap.out = attn;
-      ap.num_splits = splits;
+      ap.num_splits = num_splits;
       ap.partial_o = partial_o_.as<float>();
       ap.partial_ml = partial_ml_.as<float>();
       prefill_attention(ap, stream_);

@@ -228,7 +228,10 @@ TEST_P(AttentionTest, PrefillMatchesCpuReference) {
     DeviceBuffer d_positions = upload(positions), d_inv = upload(inv_freq);
     const std::size_t out_count = std::size_t(n) * heads * c.head_dim;
     for (int variant = 0; variant < 4; ++variant) {
-      const int splits = variant % 2 == 0 ? 1 : 3, rows_per_warp = variant < 2 ? 32 : 16;
+      const int rows_per_warp = variant < 2 ? 32 : 16;
+      const std::vector<int32_t> ranges = lazy_split_ranges(plan, 0, variant % 2 == 0 ? 1 : 3);
+      const int splits = c.lazy ? int(ranges.size() / 2) : (variant % 2 == 0 ? 1 : 3);
+      DeviceBuffer d_ranges = upload(ranges);
       DeviceBuffer d_out(out_count * 2);
       LAZYSCOPE_CUDA_CHECK(cudaMemset(d_out.as<void>(), 0xff, out_count * 2));
       DeviceBuffer d_po(split_partial_o_floats(n * heads, splits, c.head_dim) * 4);
@@ -254,6 +257,7 @@ TEST_P(AttentionTest, PrefillMatchesCpuReference) {
       p.tile_shift_index = d_tile_shift.as<int32_t>();
       p.num_shifts = num_shifts;
       p.q_rotated = d_q_rotated.as<bf16_bits>();
+      p.split_ranges = d_ranges.as<int32_t>();
       p.out = d_out.as<bf16_bits>();
       p.rows_per_warp = rows_per_warp;
       p.num_splits = splits;
@@ -294,6 +298,9 @@ TEST(AttentionPlanTest, TilesFollowShiftRunsAndTileWidth) {
   EXPECT_EQ(plan.seq_total_keys[0], 6 * 16 + 16 + 3);
   EXPECT_EQ(plan.distinct_shifts, (std::vector<int32_t>{0, 9}));
   EXPECT_EQ(plan.tile_shift_index, (std::vector<int32_t>{0, 0, 1}));
+  // Split ranges never cross the shift change between tiles 1 and 2.
+  EXPECT_EQ(lazy_split_ranges(plan, 0, 1), (std::vector<int32_t>{0, 2, 2, 3}));
+  EXPECT_EQ(lazy_split_ranges(plan, 0, 6), (std::vector<int32_t>{0, 1, 1, 2, 2, 3}));
 }
 
 class KvCacheTest : public testing::TestWithParam<int> {};
