@@ -284,18 +284,30 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
 __global__ void rotate_queries_kernel(PrefillParams p) {
   extern __shared__ float trig[];  // [half] cos, [half] sin
   const int token = blockIdx.x, run = blockIdx.y;
-  const int D = p.head_dim, half = D / 2;
+  const int D = p.head_dim, half = D / 2, chunks = half / 8;
   const long long position = static_cast<long long>(p.q_positions[token]) - p.shifts[run];
   for (int i = threadIdx.x; i < half; i += blockDim.x) rope_cos_sin(position, p.inv_freq[i], &trig[i], &trig[half + i]);
   __syncthreads();
-  const __nv_bfloat16* q = reinterpret_cast<const __nv_bfloat16*>(p.q) + token * p.q_row_stride;
-  __nv_bfloat16* out = reinterpret_cast<__nv_bfloat16*>(p.q_rotated) + (int64_t(run) * p.n + token) * p.num_heads * D;
-  for (int idx = threadIdx.x; idx < p.num_heads * half; idx += blockDim.x) {
-    const int head = idx / half, i = idx % half;
-    const float a = __bfloat162float(q[head * D + i]), b = __bfloat162float(q[head * D + i + half]);
-    const float c = trig[i], s = trig[half + i];
-    out[head * D + i] = __float2bfloat16(a * c - b * s);
-    out[head * D + i + half] = __float2bfloat16(b * c + a * s);
+  const bf16_bits* q = p.q + token * p.q_row_stride;
+  bf16_bits* out = p.q_rotated + (int64_t(run) * p.n + token) * p.num_heads * D;
+  // One item = 8 pairs (i, i + D/2) of one head: two 16-byte loads and two 16-byte stores.
+  for (int idx = threadIdx.x; idx < p.num_heads * chunks; idx += blockDim.x) {
+    const int head = idx / chunks, dim = (idx % chunks) * 8;
+    float a[8], b[8];
+    unpack8(*reinterpret_cast<const uint4*>(q + head * D + dim), a);
+    unpack8(*reinterpret_cast<const uint4*>(q + head * D + dim + half), b);
+    uint4 lo, hi;
+    uint32_t* lo_words = reinterpret_cast<uint32_t*>(&lo);
+    uint32_t* hi_words = reinterpret_cast<uint32_t*>(&hi);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int x = 2 * j, y = 2 * j + 1;
+      const float cx = trig[dim + x], sx = trig[half + dim + x], cy = trig[dim + y], sy = trig[half + dim + y];
+      lo_words[j] = pack_bf16x2(a[x] * cx - b[x] * sx, a[y] * cy - b[y] * sy);
+      hi_words[j] = pack_bf16x2(b[x] * cx + a[x] * sx, b[y] * cy + a[y] * sy);
+    }
+    *reinterpret_cast<uint4*>(out + head * D + dim) = lo;
+    *reinterpret_cast<uint4*>(out + head * D + dim + half) = hi;
   }
 }
 
