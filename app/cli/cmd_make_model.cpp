@@ -34,8 +34,9 @@ void run_make_model(const MakeModelOptions& o) {
   if (options.text_dir.empty()) {
     // The bundled texts; LAZYSCOPE_TEXT_DIR points elsewhere for an installed binary.
     const char* env = std::getenv("LAZYSCOPE_TEXT_DIR");
-    options.text_dir = env && *env ? std::filesystem::path(env)
-                                   : std::filesystem::path(LAZYSCOPE_SOURCE_DIR) / "resources" / "text";
+    options.text_dir = env && *env
+                           ? std::filesystem::path(env)
+                           : std::filesystem::path(LAZYSCOPE_SOURCE_DIR) / "resources" / "text";
   }
   ProgressBar bar;
   write_model_checkpoint(preset, o.seed, o.out, options, bar.callback());
@@ -59,7 +60,8 @@ void add_make_model_command(CLI::App& app) {
   cmd->add_option("--preset", options->preset, "Model shape: tiny, small or llama-3.1-8b")
       ->capture_default_str();
   cmd->add_option("--seed", options->seed, "Random seed of the weights")->capture_default_str();
-  cmd->add_option("--out", options->out, "Output directory (created; checkpoint files in it are replaced)")
+  cmd->add_option("--out", options->out,
+                  "Output directory (created; checkpoint files in it are replaced)")
       ->required();
   cmd->add_option("--dtype", options->dtype, "Weight dtype: bf16 or f32")
       ->check(CLI::IsMember({"bf16", "f32"}))

@@ -3,9 +3,8 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "kernels/error.h"
 
@@ -63,7 +62,8 @@ double require_positive_number(const json& j, const std::string& key, const std:
   return v;
 }
 
-bool optional_bool(const json& j, const std::string& key, bool fallback, const std::string& source) {
+bool optional_bool(const json& j, const std::string& key, bool fallback,
+                   const std::string& source) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
   if (!it->is_boolean()) {
@@ -80,8 +80,8 @@ std::vector<int32_t> token_ids(const json& j, const std::string& key, const std:
   auto one = [&](const json& v) {
     if (!v.is_number_integer() || v.get<int64_t>() < 0 ||
         v.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
-      fail(source, "field '" + key + "' must hold non-negative integer token ids, found " +
-                       v.dump());
+      fail(source,
+           "field '" + key + "' must hold non-negative integer token ids, found " + v.dump());
     }
     ids.push_back(int32_t(v.get<int64_t>()));
   };
@@ -113,13 +113,14 @@ void parse_rope_object(const json& rope, const std::string& where, const std::st
     return;
   }
   if (type != "llama3") {
-    fail(source, "unsupported RoPE type '" + type + "' in '" + where +
-                     "' (supported: default, llama3)");
+    fail(source,
+         "unsupported RoPE type '" + type + "' in '" + where + "' (supported: default, llama3)");
   }
   const std::string prefix = where + ".";
   shape.rope.llama3 = true;
   shape.rope.factor = float(require_positive_number(rope, "factor", source, prefix));
-  shape.rope.low_freq_factor = float(require_positive_number(rope, "low_freq_factor", source, prefix));
+  shape.rope.low_freq_factor =
+      float(require_positive_number(rope, "low_freq_factor", source, prefix));
   shape.rope.high_freq_factor =
       float(require_positive_number(rope, "high_freq_factor", source, prefix));
   auto it = rope.find("original_max_position_embeddings");
@@ -128,7 +129,8 @@ void parse_rope_object(const json& rope, const std::string& where, const std::st
   }
   if (!it->is_number_integer() || it->get<int64_t>() <= 0 ||
       it->get<int64_t>() > std::numeric_limits<int32_t>::max()) {
-    fail(source, "field '" + prefix + "original_max_position_embeddings' must be a positive integer");
+    fail(source,
+         "field '" + prefix + "original_max_position_embeddings' must be a positive integer");
   }
   shape.rope.original_max_position = int(it->get<int64_t>());
   if (!(shape.rope.high_freq_factor > shape.rope.low_freq_factor)) {
@@ -157,8 +159,8 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     }
     config.architecture = (*arch)[0].get<std::string>();
     if (config.architecture != "LlamaForCausalLM") {
-      fail(src, "unsupported architecture '" + config.architecture +
-                    "' (supported: LlamaForCausalLM)");
+      fail(src,
+           "unsupported architecture '" + config.architecture + "' (supported: LlamaForCausalLM)");
     }
   } else {
     auto type = j.find("model_type");
@@ -167,7 +169,8 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     }
   }
   auto act = j.find("hidden_act");
-  if (act != j.end() && !act->is_null() && (!act->is_string() || act->get<std::string>() != "silu")) {
+  if (act != j.end() && !act->is_null() &&
+      (!act->is_string() || act->get<std::string>() != "silu")) {
     fail(src, "unsupported hidden_act " + act->dump() + " (supported: \"silu\")");
   }
   for (const char* bias : {"attention_bias", "mlp_bias"}) {
@@ -218,7 +221,8 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     theta = optional_number(*params, "rope_theta", theta, src, "rope_parameters.");
   } else {
     auto scaling = j.find("rope_scaling");
-    if (scaling != j.end() && !scaling->is_null()) parse_rope_object(*scaling, "rope_scaling", src, s);
+    if (scaling != j.end() && !scaling->is_null())
+      parse_rope_object(*scaling, "rope_scaling", src, s);
   }
   if (!(theta > 0.0)) fail(src, "field 'rope_theta' must be positive");
   s.rope.theta = float(theta);
@@ -237,7 +241,8 @@ ModelConfig load_model_config(const std::filesystem::path& config_json) {
   text << in.rdbuf();
   ModelConfig config = parse_model_config(text.str(), config_json.string());
   // The checkpoint directory's name is what a user recognises the model by.
-  config.name = std::filesystem::absolute(config_json).lexically_normal().parent_path().filename().string();
+  config.name =
+      std::filesystem::absolute(config_json).lexically_normal().parent_path().filename().string();
   if (config.name.empty()) config.name = "model";
   return config;
 }

@@ -35,7 +35,8 @@ std::vector<HfTensorSpec> llama_tensor_specs(const ModelShape& s) {
     specs.push_back({p + "mlp.down_proj.weight", {hidden, inter}, l, false});
   }
   specs.push_back({"model.norm.weight", {hidden}, -1, true});
-  if (!s.tie_word_embeddings) specs.push_back({"lm_head.weight", {s.vocab_size, hidden}, -1, false});
+  if (!s.tie_word_embeddings)
+    specs.push_back({"lm_head.weight", {s.vocab_size, hidden}, -1, false});
   return specs;
 }
 

@@ -2,9 +2,8 @@
 
 #include <algorithm>
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "kernels/error.h"
 
@@ -130,7 +129,8 @@ HfSpecialTokens read_hf_special_tokens(const std::filesystem::path& dir, const M
   }
 
   bool add_bos_known = false;
-  if (tok_cfg.is_object() && tok_cfg.contains("add_bos_token") && !tok_cfg["add_bos_token"].is_null()) {
+  if (tok_cfg.is_object() && tok_cfg.contains("add_bos_token") &&
+      !tok_cfg["add_bos_token"].is_null()) {
     if (!tok_cfg["add_bos_token"].is_boolean()) {
       throw Error(tok_cfg_path.string() + ": field 'add_bos_token' must be true or false");
     }
@@ -157,13 +157,13 @@ HfSpecialTokens read_hf_special_tokens(const std::filesystem::path& dir, const M
     } else if (t.is_array()) {
       // Several named templates: the "default" one, else the first.
       for (const json& named : t) {
-        if (named.is_object() && named.value("name", "") == "default" && named.contains("template") &&
-            named["template"].is_string()) {
+        if (named.is_object() && named.value("name", "") == "default" &&
+            named.contains("template") && named["template"].is_string()) {
           out.chat_template = named["template"].get<std::string>();
         }
       }
-      if (out.chat_template.empty() && !t.empty() && t[0].is_object() && t[0].contains("template") &&
-          t[0]["template"].is_string()) {
+      if (out.chat_template.empty() && !t.empty() && t[0].is_object() &&
+          t[0].contains("template") && t[0]["template"].is_string()) {
         out.chat_template = t[0]["template"].get<std::string>();
       }
     }

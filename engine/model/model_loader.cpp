@@ -23,7 +23,8 @@ std::string read_file(const std::filesystem::path& path, const std::string& what
 
 bool has_gguf_extension(const std::filesystem::path& path) {
   std::string ext = path.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   return ext == ".gguf";
 }
 
@@ -38,7 +39,8 @@ ProgressFn stage(const ProgressFn& progress, double from, double to) {
 LoadedModel load_hf_directory(const std::filesystem::path& dir, const ProgressFn& progress) {
   const std::filesystem::path config_path = dir / "config.json";
   if (!std::filesystem::exists(config_path)) {
-    throw Error(dir.string() + ": not a model: no config.json in the directory (and not a .gguf file)");
+    throw Error(dir.string() +
+                ": not a model: no config.json in the directory (and not a .gguf file)");
   }
   const std::filesystem::path tokenizer_path = dir / "tokenizer.json";
   if (!std::filesystem::exists(tokenizer_path)) {
@@ -49,7 +51,8 @@ LoadedModel load_hf_directory(const std::filesystem::path& dir, const ProgressFn
   LoadedModel model;
   model.source = dir;
   model.config = parse_model_config(config_text, config_path.string());
-  model.config.name = std::filesystem::absolute(config_path).lexically_normal().parent_path().filename().string();
+  model.config.name =
+      std::filesystem::absolute(config_path).lexically_normal().parent_path().filename().string();
 
   SafetensorsCheckpoint checkpoint = SafetensorsCheckpoint::open_directory(dir);
   model.identity = checkpoint_identity(config_text, checkpoint);
@@ -59,24 +62,27 @@ LoadedModel load_hf_directory(const std::filesystem::path& dir, const ProgressFn
   model.tokenizer = Tokenizer::from_json(tokenizer_text, tokenizer_path.string());
   if (model.tokenizer.vocab_size() > model.config.shape.vocab_size) {
     throw Error(tokenizer_path.string() + ": tokenizer has " +
-                std::to_string(model.tokenizer.vocab_size()) + " tokens but config.json's vocab_size is " +
+                std::to_string(model.tokenizer.vocab_size()) +
+                " tokens but config.json's vocab_size is " +
                 std::to_string(model.config.shape.vocab_size));
   }
   const Tokenizer& tok = model.tokenizer;
-  HfSpecialTokens special = read_hf_special_tokens(
-      dir, model.config, tokenizer_text,
-      [&tok](std::string_view text) { return tok.token_id(text); });
+  HfSpecialTokens special =
+      read_hf_special_tokens(dir, model.config, tokenizer_text,
+                             [&tok](std::string_view text) { return tok.token_id(text); });
   if (special.bos_id < 0) special.bos_id = tok.bos_id();
   if (special.eos_ids.empty()) special.eos_ids = tok.eos_ids();
   for (int32_t id : special.eos_ids) {
     if (id >= model.config.shape.vocab_size) {
-      throw Error(dir.string() + ": EOS token id " + std::to_string(id) + " is outside the vocabulary (" +
-                  std::to_string(model.config.shape.vocab_size) + ")");
+      throw Error(dir.string() + ": EOS token id " + std::to_string(id) +
+                  " is outside the vocabulary (" + std::to_string(model.config.shape.vocab_size) +
+                  ")");
     }
   }
   if (special.bos_id >= model.config.shape.vocab_size) {
     throw Error(dir.string() + ": BOS token id " + std::to_string(special.bos_id) +
-                " is outside the vocabulary (" + std::to_string(model.config.shape.vocab_size) + ")");
+                " is outside the vocabulary (" + std::to_string(model.config.shape.vocab_size) +
+                ")");
   }
   model.tokenizer.set_special_tokens(special.bos_id, special.eos_ids, special.add_bos);
   model.config.bos_token_id = special.bos_id;
@@ -98,10 +104,12 @@ LoadedModel load_model(const std::filesystem::path& path, const ProgressFn& prog
   if (std::filesystem::is_regular_file(status)) {
     if (has_gguf_extension(path)) return load_gguf_model(path, progress);
     if (path.filename() == "config.json") return load_hf_directory(path.parent_path(), progress);
-    throw Error(path.string() + ": not a model: expected a .gguf file or an HF checkpoint directory");
+    throw Error(path.string() +
+                ": not a model: expected a .gguf file or an HF checkpoint directory");
   }
   if (!std::filesystem::is_directory(status)) {
-    throw Error(path.string() + ": not a model: expected a .gguf file or an HF checkpoint directory");
+    throw Error(path.string() +
+                ": not a model: expected a .gguf file or an HF checkpoint directory");
   }
   return load_hf_directory(path, progress);
 }

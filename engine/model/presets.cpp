@@ -2,13 +2,12 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdlib>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/model/hf_checkpoint.h"
 #include "engine/model/safetensors_writer.h"
@@ -20,8 +19,8 @@ namespace {
 
 using ordered_json = nlohmann::ordered_json;
 
-ModelShape llama3_shape(int vocab, int hidden, int intermediate, int layers, int heads, int kv_heads,
-                        int head_dim) {
+ModelShape llama3_shape(int vocab, int hidden, int intermediate, int layers, int heads,
+                        int kv_heads, int head_dim) {
   ModelShape s;
   s.vocab_size = vocab;
   s.hidden_size = hidden;
@@ -158,7 +157,7 @@ float preset_weight_value(uint64_t tensor_key, uint64_t index, bool is_norm) {
   // Box-Muller's log/cos could differ between math libraries in the last bit.
   const uint64_t z = splitmix64(tensor_key + index * 0x9e3779b97f4a7c15ull);
   const uint64_t sum = (z & 0xffff) + ((z >> 16) & 0xffff) + ((z >> 32) & 0xffff) + (z >> 48);
-  const double centered = double(sum) - 131070.0;  // exact: mean of the sum is 4 * 65535 / 2
+  const double centered = double(sum) - 131070.0;    // exact: mean of the sum is 4 * 65535 / 2
   const double unit = 1.7320508075688772 / 65536.0;  // sqrt(3) / 65536 gives unit variance
   if (is_norm) return float(std::fma(centered, 0.05 * unit, 1.0));
   return float(centered * (0.02 * unit));
@@ -190,9 +189,10 @@ void write_model_checkpoint(const ModelPreset& preset, uint64_t seed,
   }
   write_text(out / "tokenizer.json", tokenizer_text);
   write_text(out / "config.json", config_json(preset, bos, eos, options.dtype).dump(2) + "\n");
-  write_text(out / "generation_config.json",
-             ordered_json{{"bos_token_id", bos}, {"eos_token_id", eos}, {"do_sample", false}}.dump(2) +
-                 "\n");
+  write_text(
+      out / "generation_config.json",
+      ordered_json{{"bos_token_id", bos}, {"eos_token_id", eos}, {"do_sample", false}}.dump(2) +
+          "\n");
   write_text(out / "tokenizer_config.json",
              ordered_json{{"add_bos_token", true},
                           {"add_eos_token", false},
@@ -226,13 +226,12 @@ void write_model_checkpoint(const ModelPreset& preset, uint64_t seed,
     }
     for (auto& th : pool) th.join();
   };
-  const std::map<std::string, std::string> metadata = {
-      {"format", "pt"}, {"lazyscope_preset", preset.name}, {"lazyscope_seed", std::to_string(seed)}};
+  const std::map<std::string, std::string> metadata = {{"format", "pt"},
+                                                       {"lazyscope_preset", preset.name},
+                                                       {"lazyscope_seed", std::to_string(seed)}};
   ProgressFn weights_progress;
   if (progress) {
-    weights_progress = [&](double f, std::string_view what) {
-      progress(0.05 + 0.95 * f, what);
-    };
+    weights_progress = [&](double f, std::string_view what) { progress(0.05 + 0.95 * f, what); };
   }
   write_safetensors_checkpoint(out, tensors, produce,
                                options.max_shard_bytes.value_or(preset.max_shard_bytes), metadata,

@@ -29,8 +29,8 @@ const std::vector<ModelPreset>& model_presets();
 const ModelPreset& find_model_preset(std::string_view name);
 
 struct CheckpointWriteOptions {
-  TensorDtype dtype = TensorDtype::BF16;  // BF16 or F32
-  std::filesystem::path text_dir;         // every *.txt in it trains the tokenizer
+  TensorDtype dtype = TensorDtype::BF16;    // BF16 or F32
+  std::filesystem::path text_dir;           // every *.txt in it trains the tokenizer
   std::optional<uint64_t> max_shard_bytes;  // overrides the preset's shard size
 };
 
@@ -44,8 +44,9 @@ void write_model_checkpoint(const ModelPreset& preset, uint64_t seed,
 // Contents of every *.txt file directly in `dir`, sorted by file name. Throws when none.
 std::vector<std::string> read_training_texts(const std::filesystem::path& dir);
 
-// Element `index` of the tensor with key preset_tensor_key(seed, name): a normal-ish value (std 0.02), or 1 + 0.05*normal for
-// norm weights. Pure integer/IEEE arithmetic (no libm) so every machine gets the same bits.
+// Element `index` of the tensor with key preset_tensor_key(seed, name): a normal-ish value (std
+// 0.02), or 1 + 0.05*normal for norm weights. Pure integer/IEEE arithmetic (no libm) so every
+// machine gets the same bits.
 float preset_weight_value(uint64_t tensor_key, uint64_t index, bool is_norm);
 uint64_t preset_tensor_key(uint64_t seed, std::string_view tensor_name);
 

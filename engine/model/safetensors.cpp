@@ -11,11 +11,10 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "kernels/error.h"
 
@@ -148,8 +147,8 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : path_(path
     uint64_t header_len = 0;
     std::memcpy(&header_len, data_, 8);
     if (header_len > kMaxHeaderBytes) {
-      throw Error(file + ": header length " + std::to_string(header_len) +
-                  " is absurd (limit " + std::to_string(kMaxHeaderBytes) + " bytes)");
+      throw Error(file + ": header length " + std::to_string(header_len) + " is absurd (limit " +
+                  std::to_string(kMaxHeaderBytes) + " bytes)");
     }
     if (header_len > file_size_ - 8) {
       throw Error(file + ": header length " + std::to_string(header_len) +
@@ -172,7 +171,8 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : path_(path
       if (name == "__metadata__") {
         if (!it->is_object()) throw Error(file + ": __metadata__ must be an object");
         for (auto m = it->begin(); m != it->end(); ++m) {
-          if (!m->is_string()) throw Error(file + ": __metadata__ value '" + m.key() + "' is not a string");
+          if (!m->is_string())
+            throw Error(file + ": __metadata__ value '" + m.key() + "' is not a string");
           metadata_[m.key()] = m->get<std::string>();
         }
         continue;
@@ -239,9 +239,9 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : path_(path
       if (by_offset[i]->begin < by_offset[i - 1]->end) {
         throw Error(file + ": tensors '" + by_offset[i - 1]->name + "' [" +
                     std::to_string(by_offset[i - 1]->begin) + ", " +
-                    std::to_string(by_offset[i - 1]->end) + ") and '" + by_offset[i]->name +
-                    "' [" + std::to_string(by_offset[i]->begin) + ", " +
-                    std::to_string(by_offset[i]->end) + ") overlap");
+                    std::to_string(by_offset[i - 1]->end) + ") and '" + by_offset[i]->name + "' [" +
+                    std::to_string(by_offset[i]->begin) + ", " + std::to_string(by_offset[i]->end) +
+                    ") overlap");
       }
     }
   } catch (...) {
@@ -295,7 +295,8 @@ void SafetensorsFile::read_f32(const TensorInfo& tensor, std::vector<float>& out
     return;
   }
   std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(convert, n * t / threads, n * (t + 1) / threads);
+  for (unsigned t = 0; t < threads; ++t)
+    pool.emplace_back(convert, n * t / threads, n * (t + 1) / threads);
   for (std::thread& th : pool) th.join();
 }
 
@@ -324,13 +325,15 @@ SafetensorsCheckpoint SafetensorsCheckpoint::open_index(const std::filesystem::p
   const std::filesystem::path dir = index_json.parent_path();
   std::map<std::string, const SafetensorsFile*> opened;
   for (auto it = map->begin(); it != map->end(); ++it) {
-    if (!it->is_string()) throw Error(src + ": weight_map entry '" + it.key() + "' is not a string");
+    if (!it->is_string())
+      throw Error(src + ": weight_map entry '" + it.key() + "' is not a string");
     const std::string shard = it->get<std::string>();
     // Shards live beside the index; a path leaving the directory is refused.
     std::filesystem::path rel(shard);
     if (shard.empty() || rel.is_absolute() ||
         std::any_of(rel.begin(), rel.end(), [](const auto& p) { return p == ".."; })) {
-      throw Error(src + ": weight_map entry '" + it.key() + "' names an invalid shard '" + shard + "'");
+      throw Error(src + ": weight_map entry '" + it.key() + "' names an invalid shard '" + shard +
+                  "'");
     }
     auto found = opened.find(shard);
     if (found == opened.end()) {

@@ -12,7 +12,23 @@
 
 namespace lazyscope {
 
-enum class TensorDtype { BOOL, U8, I8, I16, U16, F16, BF16, I32, U32, F32, F64, I64, U64, F8_E4M3, F8_E5M2 };
+enum class TensorDtype {
+  BOOL,
+  U8,
+  I8,
+  I16,
+  U16,
+  F16,
+  BF16,
+  I32,
+  U32,
+  F32,
+  F64,
+  I64,
+  U64,
+  F8_E4M3,
+  F8_E5M2
+};
 
 std::string dtype_name(TensorDtype dtype);
 std::size_t dtype_size(TensorDtype dtype);

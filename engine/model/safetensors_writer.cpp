@@ -3,9 +3,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <regex>
-
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "kernels/error.h"
 
@@ -48,7 +47,8 @@ void write_safetensors_file(const std::filesystem::path& path,
   uint64_t offset = 0;
   for (const TensorToWrite& t : tensors) {
     check_writable(t);
-    if (header.contains(t.name)) throw Error(path.string() + ": tensor '" + t.name + "' written twice");
+    if (header.contains(t.name))
+      throw Error(path.string() + ": tensor '" + t.name + "' written twice");
     header[t.name] = {{"dtype", dtype_name(t.dtype)},
                       {"shape", t.shape},
                       {"data_offsets", {offset, offset + t.byte_size()}}};

@@ -1,12 +1,12 @@
 // HF config.json parsing: Llama-3 fields, defaults, rope layouts and clear errors.
+#include "engine/model/config.h"
+
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
-#include "engine/model/config.h"
 #include "kernels/error.h"
 #include "model_test_util.h"
 
@@ -114,9 +114,9 @@ TEST(ModelConfig, RopeParametersLayout) {
   std::string text = llama_edit([](nlohmann::ordered_json& j) {
     j.erase("rope_scaling");
     j.erase("rope_theta");
-    j["rope_parameters"] = {{"rope_type", "llama3"},      {"rope_theta", 250000.0},
-                            {"factor", 32.0},             {"low_freq_factor", 1.0},
-                            {"high_freq_factor", 4.0},    {"original_max_position_embeddings", 8192}};
+    j["rope_parameters"] = {{"rope_type", "llama3"},   {"rope_theta", 250000.0},
+                            {"factor", 32.0},          {"low_freq_factor", 1.0},
+                            {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}};
   });
   ModelConfig c = parse_model_config(text, "config.json");
   EXPECT_TRUE(c.shape.rope.llama3);
@@ -133,8 +133,8 @@ TEST(ModelConfig, RopeParametersDefaultType) {
   ModelConfig c = parse_model_config(text, "c");
   EXPECT_FALSE(c.shape.rope.llama3);
   EXPECT_FLOAT_EQ(c.shape.rope.theta, 1e6f);
-  EXPECT_FALSE(
-      parse_model_config(llama_with("rope_scaling", R"({"rope_type": "default"})"), "c").shape.rope.llama3);
+  EXPECT_FALSE(parse_model_config(llama_with("rope_scaling", R"({"rope_type": "default"})"), "c")
+                   .shape.rope.llama3);
 }
 
 TEST(ModelConfig, RopeParametersRejectsUnknownType) {
@@ -143,12 +143,13 @@ TEST(ModelConfig, RopeParametersRejectsUnknownType) {
     j["rope_parameters"] = {{"rope_type", "yarn"}, {"rope_theta", 10000.0}, {"factor", 4.0}};
   });
   std::string err = parse_error(text);
-  EXPECT_NE(err.find("unsupported RoPE type 'yarn' in 'rope_parameters'"), std::string::npos) << err;
+  EXPECT_NE(err.find("unsupported RoPE type 'yarn' in 'rope_parameters'"), std::string::npos)
+      << err;
 }
 
 TEST(ModelConfig, OldStyleTypeKeyAndNullScaling) {
-  std::string text = llama_with(
-      "rope_scaling", R"({"type": "llama3", "factor": 8, "low_freq_factor": 1,
+  std::string text =
+      llama_with("rope_scaling", R"({"type": "llama3", "factor": 8, "low_freq_factor": 1,
                           "high_freq_factor": 4, "original_max_position_embeddings": 8192})");
   EXPECT_TRUE(parse_model_config(text, "c").shape.rope.llama3);
   EXPECT_FALSE(parse_model_config(llama_with("rope_scaling", "null"), "c").shape.rope.llama3);

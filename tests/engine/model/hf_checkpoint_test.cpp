@@ -1,13 +1,13 @@
 // HF checkpoint directories: tensor mapping into ModelWeights, shape/presence checks,
 // identity hashes and special-token resolution.
+#include "engine/model/hf_checkpoint.h"
+
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "engine/model/hf_checkpoint.h"
 #include "engine/model/hf_special_tokens.h"
 #include "engine/model/safetensors_writer.h"
 #include "kernels/error.h"
@@ -92,7 +92,8 @@ TEST(HfCheckpoint, LoadsEveryTensorIntoItsSlot) {
   auto specs = llama_tensor_specs(c.shape);
   for (std::size_t i = 0; i < specs.size(); ++i) {
     const std::vector<float>& slot = weight_slot(w, specs[i]);
-    ASSERT_EQ(slot.size(), std::size_t(specs[i].shape[0] * (specs[i].shape.size() > 1 ? specs[i].shape[1] : 1)))
+    ASSERT_EQ(slot.size(),
+              std::size_t(specs[i].shape[0] * (specs[i].shape.size() > 1 ? specs[i].shape[1] : 1)))
         << specs[i].name;
     for (std::size_t k = 0; k < slot.size(); ++k) ASSERT_EQ(slot[k], marker(i, k)) << specs[i].name;
   }
@@ -118,7 +119,8 @@ TEST(HfCheckpoint, ShardedBf16AndF16) {
     write_checkpoint(dir.path(), c, dtype, "", "", 300);
     EXPECT_TRUE(std::filesystem::exists(dir / "model.safetensors.index.json"));
     ModelWeights w = load_hf_weights(dir.path(), c);
-    const float want = dtype == TensorDtype::BF16 ? bf16_to_f32(f32_to_bf16(marker(2, 1))) : marker(2, 1);
+    const float want =
+        dtype == TensorDtype::BF16 ? bf16_to_f32(f32_to_bf16(marker(2, 1))) : marker(2, 1);
     EXPECT_EQ(w.layers[0].wq[1], want);
   }
   // F16 written by hand: 1.5 and a subnormal.
@@ -138,7 +140,8 @@ TEST(HfCheckpoint, MissingTensorsAreNamed) {
   ModelConfig c = small_config();
   write_checkpoint(dir.path(), c, TensorDtype::F32, "model.layers.1.mlp.gate_proj.weight");
   std::string err = load_error(dir.path(), c);
-  EXPECT_NE(err.find("missing tensor: model.layers.1.mlp.gate_proj.weight"), std::string::npos) << err;
+  EXPECT_NE(err.find("missing tensor: model.layers.1.mlp.gate_proj.weight"), std::string::npos)
+      << err;
 
   ScratchDir untied;
   write_checkpoint(untied.path(), small_config(true));  // no lm_head written
@@ -158,9 +161,10 @@ TEST(HfCheckpoint, WrongShapeIsNamed) {
   ModelConfig c = small_config();
   write_checkpoint(dir.path(), c, TensorDtype::F32, "", "model.layers.0.self_attn.k_proj.weight");
   std::string err = load_error(dir.path(), c);
-  EXPECT_NE(err.find("model.safetensors: tensor 'model.layers.0.self_attn.k_proj.weight': shape [5, 8] "
-                     "does not match [4, 8]"),
-            std::string::npos)
+  EXPECT_NE(
+      err.find("model.safetensors: tensor 'model.layers.0.self_attn.k_proj.weight': shape [5, 8] "
+               "does not match [4, 8]"),
+      std::string::npos)
       << err;
 }
 
@@ -172,9 +176,11 @@ TEST(HfCheckpoint, UnloadableDtypeIsNamed) {
   const std::string header =
       R"({"model.embed_tokens.weight": {"dtype": "I32", "shape": [11, 8], "data_offsets": [0, 352]},
           "model.norm.weight": {"dtype": "F32", "shape": [8], "data_offsets": [352, 384]}})";
-  write_bytes(dir / "model.safetensors", testing::safetensors_bytes(header, std::string(384, '\0')));
+  write_bytes(dir / "model.safetensors",
+              testing::safetensors_bytes(header, std::string(384, '\0')));
   std::string err = load_error(dir.path(), c);
-  EXPECT_NE(err.find("tensor 'model.embed_tokens.weight': dtype I32 cannot be loaded"), std::string::npos)
+  EXPECT_NE(err.find("tensor 'model.embed_tokens.weight': dtype I32 cannot be loaded"),
+            std::string::npos)
       << err;
 }
 
@@ -203,11 +209,16 @@ TEST(HfCheckpoint, IdentityIsStableAndSeesDataAndConfig) {
   EXPECT_NE(ida, id(a.path(), "{ }"));
   // Same shapes, one different value at the start of a tensor.
   std::vector<TensorToWrite> tensors;
-  for (const HfTensorSpec& s : llama_tensor_specs(c.shape)) tensors.push_back({s.name, TensorDtype::F32, s.shape});
+  for (const HfTensorSpec& s : llama_tensor_specs(c.shape))
+    tensors.push_back({s.name, TensorDtype::F32, s.shape});
   tensors.push_back({"model.layers.0.self_attn.rotary_emb.inv_freq", TensorDtype::F32, {1}});
-  write_safetensors_checkpoint(b.path(), tensors, [&](std::size_t i, std::vector<float>& v) {
-    for (std::size_t k = 0; k < v.size(); ++k) v[k] = marker(i, k) + (i == 3 && k == 0 ? 1.0f : 0.0f);
-  }, 0);
+  write_safetensors_checkpoint(
+      b.path(), tensors,
+      [&](std::size_t i, std::vector<float>& v) {
+        for (std::size_t k = 0; k < v.size(); ++k)
+          v[k] = marker(i, k) + (i == 3 && k == 0 ? 1.0f : 0.0f);
+      },
+      0);
   EXPECT_NE(ida, id(b.path(), "{}"));
 }
 
@@ -216,7 +227,8 @@ TEST(HfSpecialTokens, Llama3Layout) {
   ModelConfig c = small_config();
   c.bos_token_id = 128000;
   c.eos_token_ids = {128001};
-  write_bytes(dir / "generation_config.json", R"({"bos_token_id": 128000, "eos_token_id": [128001, 128009]})");
+  write_bytes(dir / "generation_config.json",
+              R"({"bos_token_id": 128000, "eos_token_id": [128001, 128009]})");
   write_bytes(dir / "tokenizer_config.json",
               R"({"bos_token": "<|begin_of_text|>", "chat_template": "{{ bos_token }}hi"})");
   const std::string tokenizer = R"({"post_processor": {"type": "Sequence", "processors": [
@@ -262,7 +274,8 @@ TEST(HfSpecialTokens, ChatTemplateFileAndBadJson) {
     read_hf_special_tokens(dir.path(), small_config(), "", {});
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("generation_config.json: not valid JSON"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("generation_config.json: not valid JSON"),
+              std::string::npos);
   }
 }
 

@@ -34,8 +34,8 @@ TEST(MakeModelCli, WritesTheSameCheckpointAsTheLibrary) {
   CheckpointWriteOptions options;
   options.text_dir = std::filesystem::path(LAZYSCOPE_SOURCE_DIR) / "resources" / "text";
   write_model_checkpoint(find_model_preset("tiny"), 11, dir / "lib", options);
-  for (const char* name : {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
-                           "generation_config.json"}) {
+  for (const char* name : {"config.json", "model.safetensors", "tokenizer.json",
+                           "tokenizer_config.json", "generation_config.json"}) {
     EXPECT_EQ(read_bytes(dir / "cli" / name), read_bytes(dir / "lib" / name)) << name;
   }
 }

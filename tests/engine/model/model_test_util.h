@@ -1,14 +1,14 @@
 #pragma once
 // Helpers for the checkpoint tests: scratch directories and hand-made safetensors files.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
-#include <sys/wait.h>
 #include <string>
-
-#include <gtest/gtest.h>
 
 namespace lazyscope::testing {
 

@@ -1,16 +1,16 @@
 // Built-in presets and write_model_checkpoint: deterministic, complete, loadable checkpoints.
+#include "engine/model/presets.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/model/config.h"
 #include "engine/model/hf_checkpoint.h"
 #include "engine/model/model_loader.h"
-#include "engine/model/presets.h"
 #include "kernels/error.h"
 #include "model_test_util.h"
 
@@ -104,8 +104,8 @@ TEST(Presets, TinyCheckpointIsCompleteDeterministicAndLoadable) {
   EXPECT_EQ(progress.back(), 1.0);
   write_model_checkpoint(tiny, 42, b.path(), options());
   write_model_checkpoint(tiny, 43, c.path(), options());
-  for (const char* name : {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
-                           "generation_config.json"}) {
+  for (const char* name : {"config.json", "model.safetensors", "tokenizer.json",
+                           "tokenizer_config.json", "generation_config.json"}) {
     ASSERT_TRUE(std::filesystem::exists(a / name)) << name;
     EXPECT_EQ(read_bytes(a / name), read_bytes(b / name)) << name << " differs for the same seed";
   }

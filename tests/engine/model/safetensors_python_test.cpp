@@ -131,7 +131,8 @@ save_file({n: np.ascontiguousarray(v) for n, v in expected.items()}, expected_pa
 )PY";
 
 TEST(SafetensorsPython, ReadsReferenceWrittenShardedBf16Checkpoint) {
-  if (!python_ready()) GTEST_SKIP() << "LAZYSCOPE_PYTHON with safetensors/numpy/tokenizers not available";
+  if (!python_ready())
+    GTEST_SKIP() << "LAZYSCOPE_PYTHON with safetensors/numpy/tokenizers not available";
   ScratchDir dir;
   std::filesystem::create_directories(dir / "ckpt");
   ASSERT_EQ(run_python(dir, kPythonWriter, dir / "ckpt", dir / "expected.safetensors"), 0);
@@ -216,26 +217,29 @@ void check_python_reads(const std::filesystem::path& ckpt_dir) {
 }
 
 TEST(SafetensorsPython, ReferenceReadsOurShardedWriterOutput) {
-  if (!python_ready()) GTEST_SKIP() << "LAZYSCOPE_PYTHON with safetensors/numpy/tokenizers not available";
+  if (!python_ready())
+    GTEST_SKIP() << "LAZYSCOPE_PYTHON with safetensors/numpy/tokenizers not available";
   ScratchDir dir;
   std::vector<TensorToWrite> tensors;
   for (int i = 0; i < 6; ++i) {
-    tensors.push_back({std::string("t").append(std::to_string(i)), i % 2 ? TensorDtype::F32 : TensorDtype::BF16,
+    tensors.push_back({std::string("t").append(std::to_string(i)),
+                       i % 2 ? TensorDtype::F32 : TensorDtype::BF16,
                        {int64_t(3 + i), 5}});
   }
-  write_safetensors_checkpoint(
-      dir.path(), tensors,
-      [](std::size_t i, std::vector<float>& v) {
-        for (std::size_t k = 0; k < v.size(); ++k) v[k] = std::sin(float(i * 100 + k)) * 3.0f;
-        v[0] = -0.0f;
-      },
-      200, {{"format", "pt"}});
+  write_safetensors_checkpoint(dir.path(), tensors,
+                               [](std::size_t i, std::vector<float>& v) {
+                                 for (std::size_t k = 0; k < v.size(); ++k)
+                                   v[k] = std::sin(float(i * 100 + k)) * 3.0f;
+                                 v[0] = -0.0f;
+                               },
+                               200, {{"format", "pt"}});
   ASSERT_TRUE(std::filesystem::exists(dir / "model.safetensors.index.json"));
   check_python_reads(dir.path());
 }
 
 TEST(SafetensorsPython, ReferenceReadsMakeModelCheckpoints) {
-  if (!python_ready()) GTEST_SKIP() << "LAZYSCOPE_PYTHON with safetensors/numpy/tokenizers not available";
+  if (!python_ready())
+    GTEST_SKIP() << "LAZYSCOPE_PYTHON with safetensors/numpy/tokenizers not available";
   ScratchDir dir;
   CheckpointWriteOptions options;
   options.text_dir = std::filesystem::path(LAZYSCOPE_SOURCE_DIR) / "resources" / "text";

@@ -1,4 +1,6 @@
 // Safetensors reading: validation of every malformed input, exact dtype conversion, writer.
+#include "engine/model/safetensors.h"
+
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -7,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "engine/model/safetensors.h"
 #include "engine/model/safetensors_writer.h"
 #include "kernels/error.h"
 #include "model_test_util.h"
@@ -27,7 +28,8 @@ std::string open_error(const ScratchDir& dir, const std::string& bytes) {
     SafetensorsFile file(path);
   } catch (const Error& e) {
     std::string what = e.what();
-    EXPECT_NE(what.find("bad.safetensors"), std::string::npos) << "error must name the file: " << what;
+    EXPECT_NE(what.find("bad.safetensors"), std::string::npos)
+        << "error must name the file: " << what;
     return what;
   }
   return "";
@@ -36,7 +38,8 @@ std::string open_error(const ScratchDir& dir, const std::string& bytes) {
 void expect_open_error(const std::string& bytes, const std::string& expected) {
   ScratchDir dir;
   std::string err = open_error(dir, bytes);
-  EXPECT_NE(err.find(expected), std::string::npos) << "expected '" << expected << "' in: '" << err << "'";
+  EXPECT_NE(err.find(expected), std::string::npos)
+      << "expected '" << expected << "' in: '" << err << "'";
 }
 
 std::string f32_bytes(const std::vector<float>& v) {
@@ -200,7 +203,7 @@ TEST(DtypeConversion, F16IsExactForAllValues) {
       ASSERT_EQ(std::signbit(got), bool(h >> 15)) << std::hex << h;  // -0.0 stays negative
     }
   }
-  EXPECT_EQ(f16_to_f32(0x0001), std::ldexp(1.0f, -24));  // smallest subnormal
+  EXPECT_EQ(f16_to_f32(0x0001), std::ldexp(1.0f, -24));     // smallest subnormal
   EXPECT_EQ(f16_to_f32(0x03ff), std::ldexp(1023.0f, -24));  // largest subnormal
   EXPECT_EQ(f16_to_f32(0x7bff), 65504.0f);
   EXPECT_EQ(f16_to_f32(0x3c00), 1.0f);
@@ -280,8 +283,9 @@ TEST(SafetensorsWriter, LargeTensorsConvertAcrossThreads) {
   const std::size_t n = (std::size_t(1) << 22) + 77;  // above the threading threshold
   std::vector<float> values(n);
   for (std::size_t i = 0; i < n; ++i) values[i] = float(i % 65521) * 0.001f - 30.0f;
-  write_safetensors_file(dir / "big.safetensors",
-                         std::vector<TensorWithValues>{{{"big", TensorDtype::BF16, {int64_t(n)}}, values}});
+  write_safetensors_file(
+      dir / "big.safetensors",
+      std::vector<TensorWithValues>{{{"big", TensorDtype::BF16, {int64_t(n)}}, values}});
   SafetensorsFile file(dir / "big.safetensors");
   std::vector<float> out;
   file.read_f32(*file.find("big"), out);
