@@ -121,7 +121,7 @@ QString EquivalenceModel::tooltip(int row) const {
       if (i >= top.size()) return QStringLiteral("<td></td><td></td>");
       return QStringLiteral("<td><tt>%1</tt></td><td align=right>%2</td>")
           .arg(escape_token(top[i].text))
-          .arg(double(top[i].logit), 0, 'f', 4);
+          .arg(double(top[i].logit), 0, 'f', 6);
     };
     html += QStringLiteral("<tr>%1<td></td>%2</tr>").arg(cell(step.top_a), cell(step.top_b));
   }

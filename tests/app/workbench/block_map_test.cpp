@@ -2,11 +2,14 @@
 #include <gtest/gtest.h>
 
 #include <QApplication>
+#include <QHelpEvent>
 #include <QImage>
 #include <QScrollArea>
+#include <QToolTip>
 
 #include "app/workbench/models/block_map_model.h"
 #include "app/workbench/views/block_map_view.h"
+#include "workbench_test_support.h"
 
 namespace lazyscope::workbench {
 namespace {
@@ -158,6 +161,30 @@ TEST(BlockMapView, PaintsTheModelColoursAndOnlyVisibleRows) {
   // Only the exposed rows were painted, not all 20000 cells.
   EXPECT_LT(grid->paintedCells(), 20000 / 4);
   EXPECT_GT(grid->paintedCells(), 0);
+}
+
+}  // namespace
+}  // namespace lazyscope::workbench
+
+namespace lazyscope::workbench {
+namespace {
+
+TEST(BlockMapView, HoverShowsTheBlockTooltip) {
+  BlockMapView view;
+  view.resize(400, 300);
+  view.show();
+  script(*view.model());
+  QApplication::processEvents();
+  BlockGrid* grid = view.grid();
+  const QPoint at = grid->cellRect(4).center();
+  QHelpEvent hover(QEvent::ToolTip, at, grid->mapToGlobal(at));
+  QApplication::sendEvent(grid, &hover);
+  ASSERT_TRUE(QToolTip::isVisible());
+  EXPECT_TRUE(QToolTip::text().contains("block 4"));
+  EXPECT_TRUE(QToolTip::text().contains("Harbor of Velm"));
+  for (QWidget* w : QApplication::topLevelWidgets())
+    if (w->inherits("QTipLabel")) w->grab().save(testing::artifact_path("block_map_tooltip.png"));
+  QToolTip::hideText();
 }
 
 }  // namespace

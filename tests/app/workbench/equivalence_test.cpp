@@ -2,10 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <QApplication>
+#include <QHelpEvent>
 #include <QImage>
+#include <QToolTip>
 
 #include "app/workbench/models/equivalence_model.h"
 #include "app/workbench/views/equivalence_view.h"
+#include "workbench_test_support.h"
 
 namespace lazyscope::workbench {
 namespace {
@@ -65,7 +68,7 @@ TEST(EquivalenceModel, TooltipListsTopFiveOfBoth) {
   const QString tip = m.tooltip(0);
   for (int id = 15; id < 20; ++id) EXPECT_TRUE(tip.contains(QStringLiteral("tok%1").arg(id))) << id;
   EXPECT_FALSE(tip.contains("tok14"));
-  EXPECT_TRUE(tip.contains("19.0000"));
+  EXPECT_TRUE(tip.contains("19.000000"));
 }
 
 TEST(EquivalenceView, StripColoursMatchDifferences) {
@@ -95,6 +98,36 @@ TEST(DifferenceColour, GreenWhenIdenticalRedWhenLarge) {
   EXPECT_GT(difference_color(0.0).green(), difference_color(0.0).red());
   EXPECT_GT(difference_color(1.0).red(), difference_color(1.0).green());
   EXPECT_EQ(difference_color(1e-9).rgb(), difference_color(0.0).rgb());
+}
+
+}  // namespace
+}  // namespace lazyscope::workbench
+
+namespace lazyscope::workbench {
+namespace {
+
+TEST(EquivalenceView, HoverShowsTopFiveOfBothRuns) {
+  EquivalenceView view;
+  view.resize(800, 120);
+  view.show();
+  std::vector<float> a(8), b(8);
+  for (int i = 0; i < 8; ++i) a[size_t(i)] = b[size_t(i)] = float(i) * 0.5f;
+  b[3] += 2e-6f;
+  view.model()->setReport(
+      compare_runs(run("lazy", {a, a}, {7, 7}), run("materialized", {a, b}, {7, 7}), token));
+  QApplication::processEvents();
+  auto* strip = view.findChild<EquivalenceStrip*>();
+  ASSERT_NE(strip, nullptr);
+  const QPoint at = strip->cellRect(1).center();
+  QHelpEvent hover(QEvent::ToolTip, at, strip->mapToGlobal(at));
+  QApplication::sendEvent(strip, &hover);
+  ASSERT_TRUE(QToolTip::isVisible());
+  EXPECT_TRUE(QToolTip::text().contains("step 1"));
+  EXPECT_TRUE(QToolTip::text().contains("tok7"));
+  EXPECT_TRUE(QToolTip::text().contains("materialized"));
+  for (QWidget* w : QApplication::topLevelWidgets())
+    if (w->inherits("QTipLabel")) w->grab().save(testing::artifact_path("equivalence_tooltip.png"));
+  QToolTip::hideText();
 }
 
 }  // namespace
