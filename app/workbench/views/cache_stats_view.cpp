@@ -91,11 +91,14 @@ void CacheStatsView::replot() {
       last_cumulative = row.cumulative;
     }
     const QColor color = policy_color(key);
+    // Policies often coincide (same bytes stored): earlier ones are drawn wider so both show.
+    const double width = 2.0 + 2.5 * double(policies.size() - 1 - policies.indexOf(key)) /
+                                   std::max<qsizetype>(1, policies.size() - 1);
     auto add = [&](QCustomPlot* plot, const QVector<double>& y, const QString& name, bool dashed) {
       QCPGraph* graph = plot->addGraph();
       graph->setData(x, y);
       graph->setName(name);
-      QPen pen(color, 2.2);
+      QPen pen(color, width);
       if (dashed) pen.setStyle(Qt::DashLine);
       graph->setPen(pen);
       graph->setScatterStyle(
