@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <QApplication>
+#include <QDockWidget>
 #include <QFile>
 #include <QImage>
 #include <QListWidget>
@@ -219,6 +220,35 @@ TEST(MainWindowErrors, BudgetTooSmallIsReportedNotFatal) {
   EXPECT_GE(errors.count(), 1);
   EXPECT_FALSE(window.lastError().isEmpty());
   EXPECT_FALSE(window.runInFlight());
+}
+
+}  // namespace
+}  // namespace lazyscope::workbench
+
+namespace lazyscope::workbench {
+namespace {
+
+TEST(MainWindowSettings, DockLayoutIsSavedAndRestored) {
+  WorkbenchOptions options = test_options();
+  options.restore_layout = true;  // QSettings lives under the test-mode paths (QStandardPaths)
+  {
+    MainWindow window(options);
+    window.show();
+    auto* stats = window.findChild<QDockWidget*>("dock_stats");
+    ASSERT_NE(stats, nullptr);
+    stats->hide();
+    window.promptPanel()->setMaxTokens(77);
+    window.close();
+  }
+  MainWindow restored(options);
+  restored.show();
+  QApplication::processEvents();
+  EXPECT_FALSE(restored.findChild<QDockWidget*>("dock_stats")->isVisible());
+  EXPECT_TRUE(restored.findChild<QDockWidget*>("dock_blocks")->isVisible());
+  EXPECT_EQ(restored.promptPanel()->maxTokens(), 77);
+  restored.findChild<QDockWidget*>("dock_stats")->show();
+  restored.promptPanel()->setMaxTokens(32);
+  restored.close();  // leave the defaults for the next run
 }
 
 }  // namespace
