@@ -47,6 +47,8 @@ class Backend {
   virtual std::string device() const = 0;  // human readable device description
   // Bytes one KV block takes in this backend's pool (its element type).
   virtual std::size_t kv_element_bytes() const = 0;
+  // Empty when this backend can run the shape; otherwise why not (e.g. an unsupported head_dim).
+  virtual std::string unsupported_reason(const ModelShape& shape) const { return {}; }
   virtual void load(const ModelShape& shape, const WeightsView& weights) = 0;
   // Deterministic random weights made by the backend itself (benchmarks without a download).
   virtual void load_synthetic(const ModelShape& shape, uint64_t seed);
@@ -65,5 +67,9 @@ BackendKind parse_backend_kind(const std::string& text);
 int cuda_device_count();
 // Auto resolves to Cuda when a GPU is present, else Cpu. Throws Error if Cuda is unavailable.
 std::unique_ptr<Backend> make_backend(BackendKind kind, int cpu_threads = 0);
+// As make_backend, but Auto also falls back to the CPU when the GPU backend cannot run `shape`;
+// `note` (if given) receives why, for the status bar / stderr.
+std::unique_ptr<Backend> make_backend_for(BackendKind kind, const ModelShape& shape, int cpu_threads,
+                                          std::string* note);
 
 }  // namespace lazyscope

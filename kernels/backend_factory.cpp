@@ -27,4 +27,14 @@ std::unique_ptr<Backend> make_backend(BackendKind kind, int cpu_threads) {
 #endif
 }
 
+std::unique_ptr<Backend> make_backend_for(BackendKind kind, const ModelShape& shape, int cpu_threads,
+                                          std::string* note) {
+  std::unique_ptr<Backend> backend = make_backend(kind, cpu_threads);
+  const std::string why = backend->unsupported_reason(shape);
+  if (why.empty()) return backend;
+  if (kind != BackendKind::Auto) throw Error("--backend " + backend->name() + ": " + why);
+  if (note) *note = "the " + backend->name() + " backend cannot run this model (" + why + "): using the CPU";
+  return make_backend(BackendKind::Cpu, cpu_threads);
+}
+
 }  // namespace lazyscope

@@ -13,6 +13,7 @@
 #include "engine/runtime/rag_request.h"
 #include "engine/runtime/session.h"
 #include "kernels/error.h"
+#include "profiler/session_recorder.h"
 
 namespace lazyscope::cli {
 namespace {
@@ -28,6 +29,7 @@ struct GenerateArgs {
   std::string backend = "auto";
   std::string kv_budget = "256MiB";
   std::string chat = "auto";
+  std::string record;
   int block_size = 16;
   int max_new_tokens = -1;
   int threads = 0;
@@ -125,8 +127,10 @@ void run_generate(const GenerateArgs& args) {
   }
   for (std::size_t i = 0; i < policies.size(); ++i) check_mode_policy(modes[i], policies[i]);
 
-  Session session(options, nullptr, bar.callback());
+  SessionRecorder recorder;
+  Session session(options, args.record.empty() ? nullptr : &recorder, bar.callback());
   bar.finish();
+  if (!session.backend_note().empty()) std::fprintf(stderr, "note: %s\n", session.backend_note().c_str());
   std::fprintf(stderr, "model %s on %s (%s)\n", session.config().name.c_str(), session.backend_name().c_str(),
                session.device().c_str());
   const bool use_chat = args.chat == "on" || (args.chat == "auto" && !session.model().chat_template.empty());
@@ -146,6 +150,15 @@ void run_generate(const GenerateArgs& args) {
       write_dump(path, results.back());
       std::printf("  logits dump: %s\n", path.c_str());
     }
+  }
+  if (!args.record.empty()) {
+    recorder.set_metadata("model", session.config().name);
+    recorder.set_metadata("backend", session.backend_name());
+    recorder.set_metadata("device", session.device());
+    recorder.set_metadata("kv_budget_bytes", std::to_string(options.kv_budget_bytes));
+    recorder.set_metadata("request_file", args.request_file);
+    save_session_sqlite(recorder.snapshot(), args.record);
+    std::printf("session report: %s\n", args.record.c_str());
   }
   if (results.size() == 2 && print_comparison(results[0], results[1]) != 0) {
     throw Error("the two policies produced different greedy tokens");
@@ -170,6 +183,7 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--max-new-tokens", args->max_new_tokens, "Override the request's max_new_tokens");
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)");
   cmd->add_option("--chat", args->chat, "Wrap text requests in the model's chat template: auto, on, off")->capture_default_str();
+  cmd->add_option("--record", args->record, "Save the session (requests, segments, block events, tokens, spans) as a SQLite report");
   cmd->callback([args] { run_generate(*args); });
 }
 

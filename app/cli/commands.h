@@ -10,5 +10,6 @@ void add_tokenize_commands(CLI::App& app);    // cmd_tokenize.cpp (tokenize, det
 void add_generate_command(CLI::App& app);     // cmd_generate.cpp
 void add_cache_demo_command(CLI::App& app);   // cmd_cache_demo.cpp
 void add_corpus_command(CLI::App& app);       // cmd_corpus.cpp
+void add_session_command(CLI::App& app);      // cmd_session.cpp
 
 }  // namespace lazyscope::cli

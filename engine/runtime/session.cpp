@@ -52,6 +52,7 @@ struct Session::Impl {
   std::unique_ptr<KvCacheManager> cache;
   EventSink* sink = nullptr;
   bool synthetic = false;  // no tokenizer: requests must carry ids
+  std::string note;        // why the backend differs from the one asked for
   std::string decode(const std::vector<int32_t>& ids) const {
     if (!synthetic) return model.tokenizer.decode(ids);
     std::string out;
@@ -69,16 +70,17 @@ struct Session::Impl {
 Session::Session(const SessionOptions& options, EventSink* sink, const ProgressFn& progress)
     : impl_(std::make_unique<Impl>()) {
   impl_->sink = sink;
-  impl_->backend = make_backend(options.backend, options.cpu_threads);
   if (!options.synthetic.empty()) {
     impl_->synthetic = true;
     impl_->model.config.shape = synthetic_shape(options.synthetic);
     impl_->model.config.name = "synthetic " + options.synthetic;
     impl_->model.identity = "synthetic:" + options.synthetic + ":" + std::to_string(options.synthetic_seed);
+    impl_->backend = make_backend_for(options.backend, impl_->model.config.shape, options.cpu_threads, &impl_->note);
     if (progress) progress(0.1, "making synthetic weights on " + impl_->backend->name());
     impl_->backend->load_synthetic(impl_->model.config.shape, options.synthetic_seed);
   } else {
     impl_->model = load_model(options.model, progress);
+    impl_->backend = make_backend_for(options.backend, impl_->model.config.shape, options.cpu_threads, &impl_->note);
     if (progress) progress(0.95, "uploading weights to " + impl_->backend->name());
     impl_->backend->load(impl_->model.config.shape, impl_->model.weights.view());
   }
@@ -106,6 +108,7 @@ const Tokenizer& Session::tokenizer() const { return impl_->model.tokenizer; }
 const LoadedModel& Session::model() const { return impl_->model; }
 std::string Session::backend_name() const { return impl_->backend->name(); }
 std::string Session::device() const { return impl_->backend->device(); }
+const std::string& Session::backend_note() const { return impl_->note; }
 
 CacheStats Session::cumulative(Policy policy) const {
   std::lock_guard lock(impl_->stats_mutex);

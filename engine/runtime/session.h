@@ -97,6 +97,8 @@ class Session {
   const LoadedModel& model() const;
   std::string backend_name() const;
   std::string device() const;
+  // Non-empty when --backend auto could not use the GPU for this model, saying why.
+  const std::string& backend_note() const;
   PoolSnapshot snapshot() const;
   CacheStats cumulative(Policy policy) const;
   // Drops every cached segment (blocks return to the free list).

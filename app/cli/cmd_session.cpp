@@ -1,0 +1,52 @@
+// lazyscope-cli session: read a saved session report (summary) or turn it into a Perfetto trace.
+#include <cstdio>
+#include <fstream>
+
+#include "app/cli/commands.h"
+#include "kernels/error.h"
+#include "profiler/session_recorder.h"
+
+namespace lazyscope::cli {
+namespace {
+
+void print_summary(const std::string& path) {
+  SessionRecording r = load_session_sqlite(path);
+  std::printf("%s\n", path.c_str());
+  for (const auto& [k, v] : r.metadata) std::printf("  %-16s %s\n", k.c_str(), v.c_str());
+  std::printf("\n  %3s %-13s %-6s %7s %6s %9s %9s %9s %11s\n", "id", "policy", "mode", "prompt", "gen", "TTFT ms",
+              "tok-hit%", "doc-hit%", "copied MiB");
+  for (const RecordedRequest& q : r.requests) {
+    const auto& e = q.event;
+    std::printf("  %3d %-13s %-6s %7d %6d %9.1f %8.1f%% %8.1f%% %11.2f\n", q.id, e.policy.c_str(), e.mode.c_str(),
+                e.prompt_tokens, e.generated_tokens, e.ttft_ms, 100.0 * e.stats.token_hit_ratio(),
+                100.0 * e.stats.document_hit_ratio(), e.stats.bytes_copied / 1048576.0);
+  }
+  std::printf("\n  %zu segment events, %zu block events, %zu tokens, %zu spans\n", r.segments.size(), r.blocks.size(),
+              r.tokens.size(), r.spans.size());
+}
+
+void write_trace(const std::string& path, const std::string& out) {
+  const std::string json = chrome_trace_json(load_session_sqlite(path));
+  std::ofstream f(out, std::ios::binary);
+  if (!f) throw Error(out + ": cannot write the trace");
+  f << json;
+  std::printf("wrote %s (open it in Perfetto or chrome://tracing)\n", out.c_str());
+}
+
+}  // namespace
+
+void add_session_command(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand("session", "Read saved session reports (SQLite): summary, Perfetto trace");
+  cmd->require_subcommand(1);
+  auto file = std::make_shared<std::string>();
+  auto out = std::make_shared<std::string>("trace.json");
+  CLI::App* show = cmd->add_subcommand("show", "Print a session report's metadata and requests");
+  show->add_option("FILE", *file, "Session report written by generate --record or the workbench")->required();
+  show->callback([file] { print_summary(*file); });
+  CLI::App* trace = cmd->add_subcommand("trace", "Write a session's spans and block events as Chrome trace JSON");
+  trace->add_option("FILE", *file, "Session report")->required();
+  trace->add_option("--out", *out, "Trace JSON to write")->capture_default_str();
+  trace->callback([file, out] { write_trace(*file, *out); });
+}
+
+}  // namespace lazyscope::cli

@@ -1,0 +1,82 @@
+// Session reports: a recorded session survives a save/load round trip; bad files are refused
+// clearly; a failed save leaves the previous report intact.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "engine/runtime/session.h"
+#include "kernels/error.h"
+#include "profiler/session_recorder.h"
+
+namespace lazyscope {
+namespace {
+
+std::filesystem::path temp(const std::string& name) { return std::filesystem::temp_directory_path() / name; }
+
+SessionRecording record_two_requests() {
+  SessionRecorder rec;
+  rec.set_metadata("model", "synthetic tiny");
+  SessionOptions o;
+  o.synthetic = "tiny";
+  o.backend = BackendKind::Cpu;
+  Session session(o, &rec);
+  Request r;
+  r.prefix_ids = std::vector<int32_t>{1, 2};
+  r.document_ids = {std::vector<int32_t>(18, 30), std::vector<int32_t>(5, 31)};
+  r.query_ids = std::vector<int32_t>{4, 5};
+  r.max_new_tokens = 3;
+  session.submit(r, RunOptions{});
+  r.order = {1, 0};
+  RunOptions mat;
+  mat.policy = Policy::Materialized;
+  session.submit(r, mat);
+  return rec.snapshot();
+}
+
+TEST(SessionStore, RoundTrip) {
+  SessionRecording rec = record_two_requests();
+  ASSERT_EQ(rec.requests.size(), 2u);
+  const auto path = temp("ls-session-roundtrip.db");
+  save_session_sqlite(rec, path);
+  SessionRecording back = load_session_sqlite(path);
+  EXPECT_EQ(back.metadata["model"], "synthetic tiny");
+  ASSERT_EQ(back.requests.size(), 2u);
+  EXPECT_EQ(back.requests[1].event.policy, "materialized");
+  EXPECT_EQ(back.requests[1].event.stats.document_hits, 2);
+  EXPECT_GT(back.requests[1].event.stats.bytes_copied, 0);
+  EXPECT_EQ(back.tokens.size(), 6u);
+  EXPECT_EQ(back.blocks.size(), rec.blocks.size());
+  EXPECT_EQ(back.spans.size(), rec.spans.size());
+  const std::string trace = chrome_trace_json(back);
+  EXPECT_NE(trace.find("\"traceEvents\""), std::string::npos);
+  EXPECT_NE(trace.find("decode step 1"), std::string::npos);
+}
+
+TEST(SessionStore, RefusesFilesThatAreNotSessions) {
+  const auto junk = temp("ls-session-junk.db");
+  std::ofstream(junk) << "this is not sqlite at all, just some words";
+  try {
+    load_session_sqlite(junk);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ls-session-junk.db"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(load_session_sqlite(temp("ls-no-such-session.db")), Error);
+}
+
+TEST(SessionStore, FailedSaveKeepsThePreviousReport) {
+  SessionRecording rec = record_two_requests();
+  const auto path = temp("ls-session-keep.db");
+  save_session_sqlite(rec, path);
+  const auto before = std::filesystem::file_size(path);
+  // A directory where the temporary file would go makes the save fail midway.
+  const auto blocker = std::filesystem::path(path.string() + ".tmp" + std::to_string(getpid()));
+  std::filesystem::create_directories(blocker / "x");
+  EXPECT_THROW(save_session_sqlite(rec, path), Error);
+  std::filesystem::remove_all(blocker);
+  EXPECT_EQ(std::filesystem::file_size(path), before);
+  EXPECT_EQ(load_session_sqlite(path).requests.size(), 2u);
+}
+
+}  // namespace
+}  // namespace lazyscope
