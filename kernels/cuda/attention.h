@@ -66,7 +66,7 @@ struct DecodeParams {
   int max_entries = 0;
   int num_heads = 0;
   int num_kv_heads = 0;
-  int head_dim = 0;                      // 64 or 128
+  int head_dim = 0;                      // 16, 32, 64 or 128
   int block_size = 0;
   const float* inv_freq = nullptr;       // [head_dim / 2], device
   bool lazy = false;                     // q is raw and rotated by (m − δ) per shift run

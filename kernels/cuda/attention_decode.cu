@@ -228,11 +228,15 @@ void dispatch_group(const DecodeParams& p, cudaStream_t stream) {
   switch (p.num_heads / p.num_kv_heads) {
     case 1: return dispatch_lazy<D, 1>(p, stream);
     case 2: return dispatch_lazy<D, 2>(p, stream);
+    case 3: return dispatch_lazy<D, 3>(p, stream);
     case 4: return dispatch_lazy<D, 4>(p, stream);
+    case 5: return dispatch_lazy<D, 5>(p, stream);
+    case 6: return dispatch_lazy<D, 6>(p, stream);
+    case 7: return dispatch_lazy<D, 7>(p, stream);
     case 8: return dispatch_lazy<D, 8>(p, stream);
     default:
       throw Error("cuda decode attention: GQA ratio " + std::to_string(p.num_heads / p.num_kv_heads) +
-                  " is not one of 1, 2, 4, 8");
+                  " (supported: 1 to 8)");
   }
 }
 
@@ -271,8 +275,12 @@ void decode_attention(const DecodeParams& p, cudaStream_t stream) {
     dispatch_group<128>(p, stream);
   } else if (p.head_dim == 64) {
     dispatch_group<64>(p, stream);
+  } else if (p.head_dim == 32) {
+    dispatch_group<32>(p, stream);
+  } else if (p.head_dim == 16) {
+    dispatch_group<16>(p, stream);
   } else {
-    throw Error("cuda decode attention: head_dim " + std::to_string(p.head_dim) + " (supported: 64, 128)");
+    throw Error("cuda decode attention: head_dim " + std::to_string(p.head_dim) + " (supported: 16, 32, 64, 128)");
   }
   if (p.num_splits > 1) {
     combine_splits(p.partial_o, p.partial_ml, p.batch * p.num_heads, p.num_splits, p.head_dim, p.out, stream);

@@ -376,8 +376,12 @@ void prefill_attention(const PrefillParams& p, cudaStream_t stream) {
     dispatch_prefill<128>(p, stream);
   } else if (p.head_dim == 64) {
     dispatch_prefill<64>(p, stream);
+  } else if (p.head_dim == 32) {
+    dispatch_prefill<32>(p, stream);
+  } else if (p.head_dim == 16) {
+    dispatch_prefill<16>(p, stream);
   } else {
-    throw Error("cuda prefill attention: head_dim " + std::to_string(p.head_dim) + " (supported: 64, 128)");
+    throw Error("cuda prefill attention: head_dim " + std::to_string(p.head_dim) + " (supported: 16, 32, 64, 128)");
   }
   if (p.num_splits > 1) {
     combine_splits(p.partial_o, p.partial_ml, p.n * p.num_heads, p.num_splits, p.head_dim, p.out, stream);

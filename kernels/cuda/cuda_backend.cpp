@@ -58,13 +58,33 @@ std::string CudaBackend::device() const {
          std::to_string(prop.totalGlobalMem >> 30) + " GiB)";
 }
 
-void CudaBackend::allocate_weights(const ModelShape& shape) {
-  if (shape.head_dim != 64 && shape.head_dim != 128) {
-    throw Error("cuda backend: head_dim " + std::to_string(shape.head_dim) + " (supported: 64, 128)");
+// The kernels are instantiated for these head sizes and GQA ratios (attention_decode.cu,
+// attention_prefill.cu); anything else is refused here, before any allocation.
+std::string CudaBackend::unsupported_reason(const ModelShape& shape) const {
+  if (shape.num_layers <= 0 || shape.hidden_size <= 0 || shape.intermediate_size <= 0 || shape.vocab_size <= 0 ||
+      shape.num_heads <= 0) {
+    return "model shape has a zero or negative size (layers " + std::to_string(shape.num_layers) + ", hidden " +
+           std::to_string(shape.hidden_size) + ", intermediate " + std::to_string(shape.intermediate_size) +
+           ", vocab " + std::to_string(shape.vocab_size) + ", heads " + std::to_string(shape.num_heads) + ")";
+  }
+  if (shape.head_dim != 16 && shape.head_dim != 32 && shape.head_dim != 64 && shape.head_dim != 128) {
+    return "head_dim " + std::to_string(shape.head_dim) + " is not supported by the CUDA kernels (16, 32, 64, 128)";
   }
   if (shape.num_kv_heads <= 0 || shape.num_heads % shape.num_kv_heads != 0) {
-    throw Error("cuda backend: num_heads must be a multiple of num_kv_heads");
+    return std::to_string(shape.num_heads) + " query heads are not a multiple of " +
+           std::to_string(shape.num_kv_heads) + " KV heads";
   }
+  const int ratio = shape.num_heads / shape.num_kv_heads;
+  if (ratio > 8) {
+    return "GQA ratio " + std::to_string(ratio) + " (" + std::to_string(shape.num_heads) + " query / " +
+           std::to_string(shape.num_kv_heads) + " KV heads) is not supported by the CUDA kernels (1 to 8)";
+  }
+  return {};
+}
+
+void CudaBackend::allocate_weights(const ModelShape& shape) {
+  const std::string why = unsupported_reason(shape);
+  if (!why.empty()) throw Error("cuda backend: " + why);
   shape_ = shape;
   const std::size_t H = shape.hidden_size, V = shape.vocab_size, I = shape.intermediate_size;
   const std::size_t Q = shape.q_dim(), K = shape.kv_dim();

@@ -20,6 +20,7 @@ class CudaBackend final : public Backend {
   std::string name() const override { return "cuda"; }
   std::string device() const override;
   std::size_t kv_element_bytes() const override { return 2; }
+  std::string unsupported_reason(const ModelShape& shape) const override;
   void load(const ModelShape& shape, const WeightsView& weights) override;
   void load_synthetic(const ModelShape& shape, uint64_t seed) override;
   void allocate_pool(int num_blocks, int block_size) override;

@@ -73,6 +73,18 @@ ModelShape synthetic_model_shape(const std::string& name) {
     s.head_dim = 64;
     s.rope.factor = 32.0f;
     s.tie_word_embeddings = true;
+  } else if (name == "smollm2-135m") {
+    // The product's default model: GQA 3 (9 query / 3 KV heads), head_dim 64, tied embeddings.
+    s.vocab_size = 49152;
+    s.hidden_size = 576;
+    s.intermediate_size = 1536;
+    s.num_layers = 30;
+    s.num_heads = 9;
+    s.num_kv_heads = 3;
+    s.head_dim = 64;
+    s.rope.theta = 100000.0f;
+    s.rope.llama3 = false;
+    s.tie_word_embeddings = true;
   } else if (name == "tiny") {
     s.vocab_size = 512;
     s.hidden_size = 256;
@@ -82,7 +94,7 @@ ModelShape synthetic_model_shape(const std::string& name) {
     s.num_kv_heads = 2;
     s.head_dim = 64;
   } else {
-    throw Error("unknown synthetic model '" + name + "' (expected llama-3.1-8b, llama-3.2-1b or tiny)");
+    throw Error("unknown synthetic model '" + name + "' (expected llama-3.1-8b, llama-3.2-1b, smollm2-135m or tiny)");
   }
   return s;
 }

@@ -7,7 +7,7 @@
 
 namespace lazyscope::cuda {
 
-// Llama shapes by name: "llama-3.1-8b", "llama-3.2-1b", "tiny". Throws Error otherwise.
+// Llama shapes by name: "llama-3.1-8b", "llama-3.2-1b", "smollm2-135m", "tiny". Throws Error otherwise.
 ModelShape synthetic_model_shape(const std::string& name);
 // bf16 bytes one decode step must read: every layer's weights and the LM head.
 double decode_weight_bytes(const ModelShape& shape);

@@ -138,6 +138,25 @@ std::vector<Case> all_cases() {
       }
     }
   }
+  // Every other GQA ratio (SmolLM2-135M is GQA 3) and the small head sizes of the test models.
+  for (int d : {64, 128}) {
+    for (int ratio : {3, 6}) {
+      cases.push_back({d, ratio, d == 64 ? 16 : 32, Shifts::Small, true});
+      cases.push_back({d, ratio, d == 64 ? 32 : 16, Shifts::Large, true});
+      cases.push_back({d, ratio, 16, Shifts::Zero, false});
+    }
+    for (int ratio : {2, 5, 7}) {
+      cases.push_back({d, ratio, 16, Shifts::Small, true});
+      cases.push_back({d, ratio, 32, Shifts::Zero, false});
+    }
+  }
+  for (int d : {16, 32}) {
+    for (int ratio : {2, 3}) {
+      cases.push_back({d, ratio, 16, Shifts::Small, true});
+      cases.push_back({d, ratio, 32, Shifts::Large, true});
+      cases.push_back({d, ratio, 16, Shifts::Zero, false});
+    }
+  }
   return cases;
 }
 
@@ -407,7 +426,7 @@ TEST_P(KvCacheTest, MaterializeCopiesAndRotatesEveryLayerLikeCpu) {
   EXPECT_EQ(relative_error(download_bf16(d_v, layer_count * layers), v), 0.0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, KvCacheTest, testing::Values(64, 128));
+INSTANTIATE_TEST_SUITE_P(Kernels, KvCacheTest, testing::Values(16, 32, 64, 128));
 
 }  // namespace
 }  // namespace lazyscope::cuda

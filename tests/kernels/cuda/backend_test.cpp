@@ -2,31 +2,59 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "gpu_test_util.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/error.h"
 
 namespace lazyscope::cuda {
 namespace {
 
 using test::relative_error;
 
-ModelShape tiny_shape(int head_dim) {
+ModelShape tiny_shape(int head_dim, int num_heads = 8, int num_kv_heads = 2) {
   ModelShape s;
   s.vocab_size = 320;
   s.hidden_size = 256;
   s.intermediate_size = 512;
   s.num_layers = 2;
-  s.num_heads = 8;
-  s.num_kv_heads = 2;
+  s.num_heads = num_heads;
+  s.num_kv_heads = num_kv_heads;
   s.head_dim = head_dim;
   s.rope.theta = 500000.0f;
   s.rope.llama3 = true;
   return s;
 }
+
+// SmolLM2-135M's attention and width (9 query / 3 KV heads: GQA 3, head_dim 64, hidden 576,
+// vocab 49152, tied embeddings), with 4 of its 30 layers to keep the CPU reference quick.
+ModelShape smollm2_like_shape() {
+  ModelShape s;
+  s.vocab_size = 49152;
+  s.hidden_size = 576;
+  s.intermediate_size = 1536;
+  s.num_layers = 4;
+  s.num_heads = 9;
+  s.num_kv_heads = 3;
+  s.head_dim = 64;
+  s.rms_norm_eps = 1e-5f;
+  s.rope.theta = 100000.0f;
+  s.tie_word_embeddings = true;
+  return s;
+}
+
+struct ShapeCase {
+  const char* name;
+  ModelShape shape;
+};
+
+std::string shape_case_name(const testing::TestParamInfo<ShapeCase>& info) { return info.param.name; }
 
 // Host fp32 weights (bf16-representable, so both backends use the same numbers).
 struct HostWeights {
@@ -40,7 +68,8 @@ HostWeights random_weights(const ModelShape& s, uint64_t seed) {
   HostWeights w;
   w.storage.resize(2 * V * H + H + per_layer * s.num_layers);
   std::mt19937 rng{uint32_t(seed)};
-  std::normal_distribution<float> normal(0.0f, 0.08f);
+  // ~1.3 / sqrt(hidden): activations keep their scale through the layers at any width.
+  std::normal_distribution<float> normal(0.0f, 1.3f / std::sqrt(float(H)));
   for (float& x : w.storage) x = bf16_to_float(float_to_bf16(normal(rng)));
   float* cursor = w.storage.data();
   auto take = [&](std::size_t count, bool norm = false) {
@@ -53,6 +82,7 @@ HostWeights random_weights(const ModelShape& s, uint64_t seed) {
   };
   w.view.embed = take(V * H);
   w.view.lm_head = take(V * H);
+  if (s.tie_word_embeddings) w.view.lm_head = w.view.embed;
   w.view.final_norm = take(H, true);
   for (int l = 0; l < s.num_layers; ++l) {
     LayerWeightsView lw;
@@ -107,11 +137,11 @@ std::vector<int32_t> random_tokens(int n, int vocab, uint32_t seed) {
   return out;
 }
 
-class BackendTest : public testing::TestWithParam<int> {};
+class BackendTest : public testing::TestWithParam<ShapeCase> {};
 
 TEST_P(BackendTest, LogitsMatchCpuBackendOnTinyModel) {
   LAZYSCOPE_REQUIRE_GPU();
-  const ModelShape shape = tiny_shape(GetParam());
+  const ModelShape shape = GetParam().shape;
   HostWeights w = random_weights(shape, 7);
   CpuBackend cpu(2);
   CudaBackend gpu;
@@ -152,7 +182,7 @@ TEST_P(BackendTest, LogitsMatchCpuBackendOnTinyModel) {
 // copy; greedy continuations must agree except at near-ties.
 TEST_P(BackendTest, LazyMatchesMaterializedEndToEnd) {
   LAZYSCOPE_REQUIRE_GPU();
-  const ModelShape shape = tiny_shape(GetParam());
+  const ModelShape shape = GetParam().shape;
   HostWeights w = random_weights(shape, 11);
   CudaBackend gpu;
   constexpr int kBlock = 16;
@@ -233,7 +263,53 @@ TEST(CudaEntryTest, DeviceCountNeverThrows) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(HeadDims, BackendTest, testing::Values(64, 128));
+// The kernels' head sizes and GQA ratios, the project's tiny/small test models (head_dim 16/32)
+// and SmolLM2-135M's shape (GQA 3).
+INSTANTIATE_TEST_SUITE_P(HeadDims, BackendTest,
+                         testing::Values(ShapeCase{"D16_gqa2", tiny_shape(16, 4, 2)},
+                                         ShapeCase{"D32_gqa2", tiny_shape(32, 8, 4)},
+                                         ShapeCase{"D64_gqa4", tiny_shape(64)},
+                                         ShapeCase{"D128_gqa4", tiny_shape(128)},
+                                         ShapeCase{"D128_gqa6", tiny_shape(128, 12, 2)},
+                                         ShapeCase{"SmolLM2_like_D64_gqa3", smollm2_like_shape()}),
+                         shape_case_name);
+
+// Shapes the kernels cannot run are named (so --backend auto falls back to the CPU) and load()
+// refuses them with lazyscope::Error instead of launching anything.
+TEST(CudaBackendShapeTest, UnsupportedShapesAreNamedAndRefusedByLoad) {
+  LAZYSCOPE_REQUIRE_GPU();
+  CudaBackend gpu;
+  EXPECT_EQ(gpu.unsupported_reason(smollm2_like_shape()), "");
+  for (int ratio = 1; ratio <= 8; ++ratio) {
+    for (int d : {16, 32, 64, 128}) {
+      EXPECT_EQ(gpu.unsupported_reason(tiny_shape(d, 2 * ratio, 2)), "") << "D" << d << " gqa" << ratio;
+    }
+  }
+  const std::vector<std::pair<ModelShape, std::string>> bad = {
+      {tiny_shape(96), "head_dim 96"},
+      {tiny_shape(256), "head_dim 256"},
+      {tiny_shape(64, 32, 2), "GQA ratio 16"},
+      {tiny_shape(64, 9, 2), "not a multiple"},
+      {tiny_shape(64, 8, 0), "not a multiple"},
+  };
+  for (const auto& [shape, expected] : bad) {
+    const std::string why = gpu.unsupported_reason(shape);
+    EXPECT_NE(why.find(expected), std::string::npos) << "reason was '" << why << "'";
+    WeightsView empty;
+    empty.layers.resize(shape.num_layers);
+    EXPECT_THROW(gpu.load(shape, empty), Error) << expected;
+    EXPECT_THROW(gpu.load_synthetic(shape, 1), Error) << expected;
+  }
+  // The backend stays usable after a refused load.
+  const ModelShape ok = tiny_shape(64);
+  HostWeights w = random_weights(ok, 5);
+  gpu.load(ok, w.view);
+  gpu.allocate_pool(8, 16);
+  std::vector<float> logits;
+  prefill(gpu, random_tokens(20, ok.vocab_size, 4), 0, 0, 16, {}, false, &logits);
+  ASSERT_EQ(logits.size(), std::size_t(ok.vocab_size));
+  for (float x : logits) ASSERT_TRUE(std::isfinite(x));
+}
 
 }  // namespace
 }  // namespace lazyscope::cuda
