@@ -28,7 +28,7 @@ if [ "$what" != bench ]; then
   timeout 300 $T --gtest_brief=1 2>&1 | tee "$OUT/tests.log" | tail -40
   echo "== memcheck"
   timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 $T \
-    --gtest_filter='*D128_gqa4_bs16_small_lazy*:*D64_gqa8_bs32_large_lazy*:*D128_gqa1_bs32_zero_plain*:*KvCache*:*HeadDims/BackendTest.Logits*' \
+    --gtest_filter='*D128_gqa4_bs16_small_lazy*:*D64_gqa8_bs32_large_lazy*:*D128_gqa1_bs32_zero_plain*:*KvCache*:*HeadDims/BackendTest.Logits*D64_gqa4*:*HeadDims/BackendTest.Logits*D128_gqa4*' \
     > "$OUT/memcheck.log" 2>&1; echo "memcheck rc=$?"; tail -3 "$OUT/memcheck.log"
   echo "== racecheck"
   timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 $T \
