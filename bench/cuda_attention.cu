@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "bench/cuda_bench_util.h"
@@ -220,7 +221,7 @@ void prefill_table(const DeviceBuffer& inv_freq) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   try {
     if (cuda::device_count() == 0) {
       std::printf("no CUDA GPU visible: nothing to measure\n");
@@ -234,7 +235,9 @@ int main() {
     rope.llama3 = true;
     const std::vector<float> inv = rope_inv_freq(rope, kDim);
     DeviceBuffer inv_freq = upload(inv);
-    prefill_table(inv_freq);
+    // `--decode`: the decode table alone (a quick check of a decode-kernel change).
+    const bool decode_only = argc > 1 && std::string(argv[1]) == "--decode";
+    if (!decode_only) prefill_table(inv_freq);
     decode_table(copy_gbs, inv_freq);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_cuda_attention: %s\n", e.what());
