@@ -8,7 +8,7 @@
 #include "app/cli/commands.h"
 #include "engine/kv/cache_manager.h"
 #include "engine/runtime/session.h"
-#include "engine/runtime/synthetic.h"
+#include "kernels/synthetic_shapes.h"
 #include "kernels/error.h"
 
 namespace lazyscope::cli {

@@ -9,7 +9,7 @@
 #include "engine/kv/cache_manager.h"
 #include "engine/model/model_loader.h"
 #include "engine/runtime/prompt_builder.h"
-#include "engine/runtime/synthetic.h"
+#include "kernels/synthetic_shapes.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/error.h"
 

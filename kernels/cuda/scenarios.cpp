@@ -1,4 +1,5 @@
 #include "kernels/cuda/scenarios.h"
+#include "kernels/synthetic_shapes.h"
 
 #include <algorithm>
 #include <chrono>
@@ -54,50 +55,7 @@ void run_segment(Backend& backend, int n, int start, int first_block, const std:
 
 }  // namespace
 
-ModelShape synthetic_model_shape(const std::string& name) {
-  ModelShape s;
-  s.rope.theta = 500000.0f;
-  s.rope.llama3 = true;
-  s.vocab_size = 128256;
-  s.num_heads = 32;
-  s.num_kv_heads = 8;
-  if (name == "llama-3.1-8b") {
-    s.hidden_size = 4096;
-    s.intermediate_size = 14336;
-    s.num_layers = 32;
-    s.head_dim = 128;
-  } else if (name == "llama-3.2-1b") {
-    s.hidden_size = 2048;
-    s.intermediate_size = 8192;
-    s.num_layers = 16;
-    s.head_dim = 64;
-    s.rope.factor = 32.0f;
-    s.tie_word_embeddings = true;
-  } else if (name == "smollm2-135m") {
-    // The product's default model: GQA 3 (9 query / 3 KV heads), head_dim 64, tied embeddings.
-    s.vocab_size = 49152;
-    s.hidden_size = 576;
-    s.intermediate_size = 1536;
-    s.num_layers = 30;
-    s.num_heads = 9;
-    s.num_kv_heads = 3;
-    s.head_dim = 64;
-    s.rope.theta = 100000.0f;
-    s.rope.llama3 = false;
-    s.tie_word_embeddings = true;
-  } else if (name == "tiny") {
-    s.vocab_size = 512;
-    s.hidden_size = 256;
-    s.intermediate_size = 512;
-    s.num_layers = 2;
-    s.num_heads = 8;
-    s.num_kv_heads = 2;
-    s.head_dim = 64;
-  } else {
-    throw Error("unknown synthetic model '" + name + "' (expected llama-3.1-8b, llama-3.2-1b, smollm2-135m or tiny)");
-  }
-  return s;
-}
+ModelShape synthetic_model_shape(const std::string& name) { return synthetic_shape(name); }
 
 double decode_weight_bytes(const ModelShape& s) {
   const double H = s.hidden_size, I = s.intermediate_size, Q = s.q_dim(), K = s.kv_dim();
