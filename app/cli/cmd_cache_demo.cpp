@@ -139,7 +139,7 @@ void add_cache_demo_command(CLI::App& app) {
   auto a = std::make_shared<DemoArgs>();
   CLI::App* cmd = app.add_subcommand(
       "cache-demo", "Replay one shuffled RAG workload under every cache policy and show hits, copies and the block map");
-  cmd->add_option("--shape", a->shape, "Model shape for KV sizes: tiny, small, llama-3.2-1b, llama-3.1-8b")->capture_default_str();
+  cmd->add_option("--shape", a->shape, "Model shape for KV sizes: tiny, small, smollm2-135m, llama-3.2-1b, llama-3.1-8b")->capture_default_str();
   cmd->add_option("--kv-budget", a->kv_budget, "KV pool size")->capture_default_str();
   cmd->add_option("--documents", a->documents, "Distinct documents in the corpus")->capture_default_str();
   cmd->add_option("--requests", a->requests, "Requests to replay")->capture_default_str();

@@ -188,7 +188,7 @@ void add_generate_command(CLI::App& app) {
   auto args = std::make_shared<GenerateArgs>();
   CLI::App* cmd = app.add_subcommand("generate", "Run a request file through the engine (design §7 formats)");
   cmd->add_option("--model", args->model, "HF checkpoint directory, .gguf file, 'tiny', 'small' or 'default'");
-  cmd->add_option("--synthetic", args->synthetic, "Random weights of a shape instead of a model: tiny, small, llama-3.2-1b, llama-3.1-8b (requests must use token ids)");
+  cmd->add_option("--synthetic", args->synthetic, "Random weights of a shape instead of a model: tiny, small, smollm2-135m, llama-3.2-1b, llama-3.1-8b (requests must use token ids)");
   cmd->add_option("--request", args->request_file, "Request JSON: {prefix?, documents, order?, query, max_new_tokens?} or the *_ids form")->required();
   cmd->add_option("--mode", args->mode, "Attention semantics: full or block (default: block, full for policy prefix)");
   cmd->add_option("--policy", args->policy, "Cache policy: none, prefix, positional, materialized, lazy (default lazy)");
