@@ -2,6 +2,7 @@
 
 #include <exception>
 #include <map>
+#include <string>
 
 #include "app/workbench/model_locator.h"
 #include "app/workbench/models/equivalence_model.h"
@@ -45,7 +46,16 @@ EngineWorker::EngineWorker(QObject* parent)
     : QObject(parent), sink_(std::make_unique<QtEventSink>(this)) {}
 
 EngineWorker::~EngineWorker() {
-  session_.reset();  // before the sink it reports to
+  session_.reset();  // before the sinks it reports to
+}
+
+SessionRecording EngineWorker::recordingSnapshot() const {
+  std::shared_ptr<SessionRecorder> recorder;
+  {
+    std::lock_guard<std::mutex> lock(recorder_mutex_);
+    recorder = recorder_;
+  }
+  return recorder ? recorder->snapshot() : SessionRecording{};
 }
 
 void EngineWorker::openModel(const QString& path, const QString& backend, qint64 kv_budget_bytes) {
@@ -59,7 +69,19 @@ void EngineWorker::openModel(const QString& path, const QString& backend, qint64
     auto progress = [this](double fraction, std::string_view what) {
       Q_EMIT this->progress(fraction, QString::fromUtf8(what.data(), qsizetype(what.size())));
     };
-    auto session = std::make_unique<Session>(options, sink_.get(), progress);
+    // A fresh recorder per session: the recorder first, so it has the request before the GUI
+    // hears that it finished.
+    auto recorder = std::make_shared<SessionRecorder>();
+    auto fanout = std::make_unique<EventFanout>();
+    fanout->add(recorder.get());
+    fanout->add(sink_.get());
+    auto session = std::make_unique<Session>(options, fanout.get(), progress);
+    session_.reset();  // the old session reports to the old fanout: drop it first
+    fanout_ = std::move(fanout);
+    {
+      std::lock_guard<std::mutex> lock(recorder_mutex_);
+      recorder_ = recorder;
+    }
     session_ = std::move(session);
     const PoolSnapshot snapshot = session_->snapshot();
     ModelInfo info;
@@ -71,6 +93,14 @@ void EngineWorker::openModel(const QString& path, const QString& backend, qint64
     info.pool_blocks = int(snapshot.blocks.size());
     info.bytes_per_block = qint64(snapshot.bytes_per_block);
     info.kv_budget_bytes = kv_budget_bytes;
+    recorder->set_metadata("model", session_->config().name);
+    recorder->set_metadata("model_path", path.toStdString());
+    recorder->set_metadata("backend", session_->backend_name());
+    recorder->set_metadata("device", session_->device());
+    recorder->set_metadata("kv_budget_bytes", std::to_string(kv_budget_bytes));
+    recorder->set_metadata("block_size", std::to_string(snapshot.block_size));
+    recorder->set_metadata("pool_blocks", std::to_string(snapshot.blocks.size()));
+    recorder->set_metadata("tool", "lazyscope workbench");
     Q_EMIT modelOpened(info);
     Q_EMIT snapshotReady(snapshot);
   } catch (const std::exception& e) {

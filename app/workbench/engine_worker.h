@@ -5,9 +5,12 @@
 #include <QString>
 #include <atomic>
 #include <memory>
+#include <mutex>
 
 #include "app/workbench/workbench_types.h"
+#include "engine/runtime/event_fanout.h"
 #include "engine/runtime/session.h"
+#include "profiler/session_recorder.h"
 
 namespace lazyscope::workbench {
 
@@ -23,6 +26,9 @@ class EngineWorker : public QObject {
   void requestStop() { cancel_.store(true); }
   // Called by the GUI before it queues a plan, so a Stop pressed before the worker starts counts.
   void clearStop() { cancel_.store(false); }
+  // Thread-safe: a copy of what the current session has recorded so far (empty before a model
+  // is open). Cheap enough to call on the GUI thread after each request.
+  SessionRecording recordingSnapshot() const;
 
  public Q_SLOTS:
   // Loads the model and builds a fresh Session; on failure the previous session stays usable.
@@ -52,7 +58,12 @@ class EngineWorker : public QObject {
   void snapshotReady(const lazyscope::PoolSnapshot& snapshot);
 
  private:
-  std::unique_ptr<QtEventSink> sink_;  // outlives session_ (declared first)
+  // The session reports to fanout_, which forwards to the GUI adapter and the recorder; all
+  // three are declared before session_ so they outlive it.
+  std::unique_ptr<QtEventSink> sink_;
+  std::shared_ptr<SessionRecorder> recorder_;  // replaced with each opened model
+  std::unique_ptr<EventFanout> fanout_;
+  mutable std::mutex recorder_mutex_;  // guards the recorder_ pointer (the GUI reads it)
   std::unique_ptr<Session> session_;
   std::atomic<bool> cancel_{false};
 };

@@ -14,6 +14,9 @@
 #include <QStatusBar>
 #include <QTimer>
 #include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <fstream>
 
 #include "app/workbench/corpus_source.h"
 #include "app/workbench/engine_worker.h"
@@ -24,6 +27,8 @@
 #include "app/workbench/views/corpus_panel.h"
 #include "app/workbench/views/equivalence_view.h"
 #include "app/workbench/views/prompt_panel.h"
+#include "app/workbench/views/timeline_view.h"
+#include "profiler/session_recorder.h"
 
 namespace lazyscope::workbench {
 namespace {
@@ -101,6 +106,7 @@ void MainWindow::buildDocks() {
   equivalence_ = new EquivalenceView(this);
   block_map_ = new BlockMapView(this);
   stats_ = new CacheStatsView(this);
+  timeline_ = new TimelineView(this);
   auto* corpus_dock =
       make_dock(tr("Corpus & retrieval"), QStringLiteral("dock_corpus"), corpus_, this);
   auto* equivalence_dock = make_dock(tr("Equivalence: lazy vs materialized"),
@@ -111,12 +117,15 @@ void MainWindow::buildDocks() {
   addDockWidget(Qt::RightDockWidgetArea, block_dock);
   addDockWidget(Qt::RightDockWidgetArea, stats_dock);
   addDockWidget(Qt::BottomDockWidgetArea, equivalence_dock);
+  auto* timeline_dock =
+      make_dock(tr("Timeline (host time)"), QStringLiteral("dock_timeline"), timeline_, this);
+  addDockWidget(Qt::BottomDockWidgetArea, timeline_dock);
   // The side docks own the bottom corners; the equivalence strip sits under the outputs.
   setCorner(Qt::BottomLeftCorner, Qt::LeftDockWidgetArea);
   setCorner(Qt::BottomRightCorner, Qt::RightDockWidgetArea);
   resizeDocks({corpus_dock, block_dock}, {440, 560}, Qt::Horizontal);
   resizeDocks({block_dock, stats_dock}, {470, 500}, Qt::Vertical);
-  resizeDocks({equivalence_dock}, {120}, Qt::Vertical);
+  resizeDocks({equivalence_dock, timeline_dock}, {120, 130}, Qt::Vertical);
 }
 
 void MainWindow::buildMenus() {
@@ -145,6 +154,18 @@ void MainWindow::buildMenus() {
     const QString path = QFileDialog::getSaveFileName(
         this, tr("Save screenshot"), QStringLiteral("lazyscope.png"), tr("PNG (*.png)"));
     if (!path.isEmpty()) saveScreenshot(path);
+  });
+  file->addAction(tr("Export Session &Report…"), this, [this] {
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Export session report"), QStringLiteral("lazyscope-session.db"),
+        tr("SQLite report (*.db *.sqlite);;All files (*)"));
+    if (!path.isEmpty()) exportSessionReport(path);
+  });
+  file->addAction(tr("Export &Trace (Perfetto JSON)…"), this, [this] {
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Export trace"), QStringLiteral("lazyscope-trace.json"),
+        tr("Chrome/Perfetto trace (*.json);;All files (*)"));
+    if (!path.isEmpty()) exportTrace(path);
   });
   file->addSeparator();
   file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
@@ -184,6 +205,7 @@ void MainWindow::connectWorker() {
   connect(w, &EngineWorker::runFinished, prompt_->runModel(), &RunModel::finish);
   connect(w, &EngineWorker::requestFinished, this, [this](const RequestFinishedEvent& e) {
     stats_->model()->add(prompt_->runModel()->runIndex(), e);
+    refreshTimeline();  // the recorder is ahead of this queued signal (it is first in the fanout)
   });
   connect(w, &EngineWorker::segmentEvent, block_map_->model(), &BlockMapModel::applySegment);
   connect(w, &EngineWorker::blockEvent, block_map_->model(), &BlockMapModel::applyBlock);
@@ -319,6 +341,7 @@ void MainWindow::onModelOpened(const ModelInfo& info) {
   block_map_->model()->resize(info.pool_blocks, info.block_size, info.bytes_per_block);
   equivalence_->model()->clear();
   stats_->model()->clear();
+  refreshTimeline();  // a new session has a fresh, empty recorder
   activity_label_->setText(tr("Model loaded."));
   updateStatus();
   Q_EMIT modelReady(info);
@@ -360,6 +383,49 @@ void MainWindow::continueDemo() {
     saveScreenshot(options_.screenshot);
     QTimer::singleShot(0, qApp, &QApplication::quit);
   }
+}
+
+void MainWindow::refreshTimeline() { timeline_->setRecording(worker_->recordingSnapshot()); }
+
+bool MainWindow::exportSessionReport(const QString& path) {
+  try {
+    save_session_sqlite(worker_->recordingSnapshot(), std::filesystem::path(path.toStdString()));
+  } catch (const std::exception& e) {
+    showError(tr("Could not export the session report to %1").arg(path), QString::fromUtf8(e.what()));
+    return false;
+  }
+  statusBar()->showMessage(tr("Session report written to %1").arg(path), 5000);
+  return true;
+}
+
+bool MainWindow::exportTrace(const QString& path) {
+  const std::string json = chrome_trace_json(worker_->recordingSnapshot());
+  // Written whole to a temporary file and renamed, like the SQLite report.
+  const std::filesystem::path target(path.toStdString());
+  std::filesystem::path temp = target;
+  temp += ".partial";
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    out.write(json.data(), std::streamsize(json.size()));
+    out.close();
+    if (!out) {
+      std::error_code ignored;
+      std::filesystem::remove(temp, ignored);
+      showError(tr("Could not export the trace to %1").arg(path),
+                tr("Writing %1 failed.").arg(QString::fromStdString(temp.string())));
+      return false;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(temp, target, ec);
+  if (ec) {
+    std::filesystem::remove(temp, ec);
+    showError(tr("Could not export the trace to %1").arg(path),
+              QString::fromStdString(ec.message()));
+    return false;
+  }
+  statusBar()->showMessage(tr("Trace written to %1").arg(path), 5000);
+  return true;
 }
 
 bool MainWindow::saveScreenshot(const QString& path) {

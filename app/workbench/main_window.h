@@ -17,6 +17,7 @@ class CorpusPanel;
 class EngineWorker;
 class EquivalenceView;
 class PromptPanel;
+class TimelineView;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -39,6 +40,12 @@ class MainWindow : public QMainWindow {
   const ModelInfo& modelInfo() const { return model_info_; }
   QString lastError() const { return last_error_; }
   bool saveScreenshot(const QString& path);
+  // Writes what the session recorded so far: a SQLite report (profiler/README.md) or a
+  // Chrome/Perfetto trace JSON. False after showing the error.
+  bool exportSessionReport(const QString& path);
+  bool exportTrace(const QString& path);
+  // Reloads the timeline from the recorder (done after every finished request).
+  void refreshTimeline();
   // Fills the prompt from the first sample question and its BM25 top-4 (the --demo start).
   bool prepareDemoPrompt();
 
@@ -47,6 +54,7 @@ class MainWindow : public QMainWindow {
   EquivalenceView* equivalenceView() { return equivalence_; }
   BlockMapView* blockMapView() { return block_map_; }
   CacheStatsView* cacheStatsView() { return stats_; }
+  TimelineView* timelineView() { return timeline_; }
   EngineWorker* worker() { return worker_; }
 
  Q_SIGNALS:
@@ -82,6 +90,7 @@ class MainWindow : public QMainWindow {
   EquivalenceView* equivalence_ = nullptr;
   BlockMapView* block_map_ = nullptr;
   CacheStatsView* stats_ = nullptr;
+  TimelineView* timeline_ = nullptr;
   QLabel* model_label_ = nullptr;
   QLabel* pool_label_ = nullptr;
   QLabel* activity_label_ = nullptr;

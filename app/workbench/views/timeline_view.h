@@ -1,0 +1,59 @@
+#pragma once
+// Host-side timeline of the recorded session: one bar per span on three lanes (requests, segment
+// encodes, prefill + decode steps), time running left to right. Ctrl+wheel zooms, the scroll bar
+// pans, hovering a bar shows its name and duration.
+#include <QAbstractScrollArea>
+#include <QString>
+#include <vector>
+
+#include "profiler/session_recorder.h"
+
+namespace lazyscope::workbench {
+
+class TimelineView : public QAbstractScrollArea {
+  Q_OBJECT
+ public:
+  enum Lane { kRequestLane = 0, kEncodeLane = 1, kDecodeLane = 2, kLaneCount = 3 };
+
+  explicit TimelineView(QWidget* parent = nullptr);
+
+  // Replaces the spans shown; keeps the zoom unless the view was fitted to the width.
+  void setRecording(const SessionRecording& recording);
+  const std::vector<RecordedSpan>& spans() const { return spans_; }
+  int spanCount() const { return int(spans_.size()); }
+  // Pixels per millisecond; 0 means "fit the whole session into the width".
+  void setZoom(double pixels_per_ms);
+  double zoom() const { return pixels_per_ms_; }
+  // Scrolls so that time `ms` (since the recorder started) is at the left edge.
+  void scrollToTime(double ms);
+  // The span under a viewport point, or -1 (tests and tooltips).
+  int spanAt(const QPoint& viewport_pos) const;
+  // Tooltip text of span `index`.
+  QString spanToolTip(int index) const;
+  // How many bars the last paint drew (culling check in tests).
+  int lastPaintedBars() const { return last_painted_bars_; }
+  static Lane laneOf(const RecordedSpan& span);
+
+  QSize sizeHint() const override;
+
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
+  void wheelEvent(QWheelEvent* event) override;
+  bool viewportEvent(QEvent* event) override;
+
+ private:
+  double effectiveScale() const;  // pixels per ms actually used
+  double timeToX(double ms) const;
+  double xToTime(double x) const;
+  int laneTop(int lane) const;
+  void updateScrollBar();
+
+  std::vector<RecordedSpan> spans_;
+  double origin_ms_ = 0.0;  // the first span's start: the idle time before it is not drawn
+  double end_ms_ = 0.0;
+  double pixels_per_ms_ = 0.0;
+  int last_painted_bars_ = 0;
+};
+
+}  // namespace lazyscope::workbench
