@@ -119,13 +119,14 @@ void MainWindow::buildDocks() {
   addDockWidget(Qt::BottomDockWidgetArea, equivalence_dock);
   auto* timeline_dock =
       make_dock(tr("Timeline (host time)"), QStringLiteral("dock_timeline"), timeline_, this);
-  addDockWidget(Qt::BottomDockWidgetArea, timeline_dock);
+  // Under the equivalence strip, not beside it: both want the full width of the outputs.
+  splitDockWidget(equivalence_dock, timeline_dock, Qt::Vertical);
   // The side docks own the bottom corners; the equivalence strip sits under the outputs.
   setCorner(Qt::BottomLeftCorner, Qt::LeftDockWidgetArea);
   setCorner(Qt::BottomRightCorner, Qt::RightDockWidgetArea);
   resizeDocks({corpus_dock, block_dock}, {440, 560}, Qt::Horizontal);
   resizeDocks({block_dock, stats_dock}, {470, 500}, Qt::Vertical);
-  resizeDocks({equivalence_dock, timeline_dock}, {120, 130}, Qt::Vertical);
+  resizeDocks({equivalence_dock, timeline_dock}, {110, 150}, Qt::Vertical);
 }
 
 void MainWindow::buildMenus() {

@@ -51,6 +51,7 @@ double nice_step(double pixels_per_ms, double target_px) {
 }
 
 QString format_ms(double ms) {
+  if (ms == 0.0) return QStringLiteral("0");
   if (ms >= 1000.0) return QStringLiteral("%1 s").arg(ms / 1000.0, 0, 'g', 4);
   if (ms >= 1.0) return QStringLiteral("%1 ms").arg(ms, 0, 'f', ms >= 100.0 ? 0 : 2);
   return QStringLiteral("%1 µs").arg(ms * 1000.0, 0, 'f', 0);
@@ -75,7 +76,7 @@ TimelineView::Lane TimelineView::laneOf(const RecordedSpan& span) {
 }
 
 QSize TimelineView::sizeHint() const {
-  return {600, kAxisHeight + kLaneCount * (kLaneHeight + kLaneGap) + 2 * kMargin + 14};
+  return {360, kAxisHeight + kLaneCount * (kLaneHeight + kLaneGap) + 2 * kMargin + 14};
 }
 
 void TimelineView::setRecording(const SessionRecording& recording) {
