@@ -1,13 +1,13 @@
 #include "kernels/cpu/cpu_backend.h"
 
 #include <algorithm>
-#include <random>
 #include <string>
 #include <thread>
 
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/error.h"
+#include "kernels/random_weights.h"
 #include "kernels/rope.h"
 
 namespace lazyscope {
@@ -30,38 +30,8 @@ void CpuBackend::load(const ModelShape& shape, const WeightsView& weights) {
 }
 
 void CpuBackend::load_synthetic(const ModelShape& shape, uint64_t seed) {
-  const int64_t H = shape.hidden_size, I = shape.intermediate_size, V = shape.vocab_size;
-  const int64_t Q = shape.q_dim(), K = shape.kv_dim();
-  const int64_t per_layer = 2 * H + Q * H + 2 * K * H + H * Q + 3 * I * H;
-  synthetic_.assign(V * H * 2 + H + per_layer * shape.num_layers, 0.0f);
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 0.02f);
-  for (float& w : synthetic_) w = normal(rng);
-  float* cursor = synthetic_.data();
-  auto take = [&](int64_t count, bool ones = false) {
-    float* p = cursor;
-    if (ones) std::fill(p, p + count, 1.0f);
-    cursor += count;
-    return p;
-  };
-  WeightsView view;
-  view.embed = take(V * H);
-  view.lm_head = shape.tie_word_embeddings ? view.embed : take(V * H);
-  view.final_norm = take(H, true);
-  for (int l = 0; l < shape.num_layers; ++l) {
-    LayerWeightsView lw;
-    lw.attn_norm = take(H, true);
-    lw.wq = take(Q * H);
-    lw.wk = take(K * H);
-    lw.wv = take(K * H);
-    lw.wo = take(H * Q);
-    lw.mlp_norm = take(H, true);
-    lw.w_gate = take(I * H);
-    lw.w_up = take(I * H);
-    lw.w_down = take(H * I);
-    view.layers.push_back(lw);
-  }
-  load(shape, view);
+  synthetic_ = random_host_weights(shape, seed);
+  load(shape, synthetic_.view);
 }
 
 void CpuBackend::allocate_pool(int num_blocks, int block_size) {

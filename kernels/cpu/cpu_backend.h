@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "kernels/random_weights.h"
 
 namespace lazyscope {
 
@@ -26,7 +27,7 @@ class CpuBackend final : public Backend {
   int threads_;
   ModelShape shape_;
   WeightsView weights_;
-  std::vector<float> synthetic_;  // owns weights made by load_synthetic
+  HostWeights synthetic_;  // owns weights made by load_synthetic
   std::vector<float> inv_freq_;
   int num_blocks_ = 0;
   int block_size_ = 0;

@@ -12,6 +12,7 @@
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/error.h"
+#include "kernels/random_weights.h"
 
 namespace lazyscope::cuda {
 namespace {
@@ -56,48 +57,10 @@ struct ShapeCase {
 
 std::string shape_case_name(const testing::TestParamInfo<ShapeCase>& info) { return info.param.name; }
 
-// Host fp32 weights (bf16-representable, so both backends use the same numbers).
-struct HostWeights {
-  std::vector<float> storage;
-  WeightsView view;
-};
-
+// Host fp32 weights (bf16-representable, so both backends use the same numbers);
+// ~1.3 / sqrt(hidden) keeps activations at scale through the layers at any width.
 HostWeights random_weights(const ModelShape& s, uint64_t seed) {
-  const std::size_t H = s.hidden_size, V = s.vocab_size, I = s.intermediate_size, Q = s.q_dim(), K = s.kv_dim();
-  const std::size_t per_layer = 2 * H + Q * H + 2 * K * H + H * Q + 3 * I * H;
-  HostWeights w;
-  w.storage.resize(2 * V * H + H + per_layer * s.num_layers);
-  std::mt19937 rng{uint32_t(seed)};
-  // ~1.3 / sqrt(hidden): activations keep their scale through the layers at any width.
-  std::normal_distribution<float> normal(0.0f, 1.3f / std::sqrt(float(H)));
-  for (float& x : w.storage) x = bf16_to_float(float_to_bf16(normal(rng)));
-  float* cursor = w.storage.data();
-  auto take = [&](std::size_t count, bool norm = false) {
-    float* p = cursor;
-    if (norm) {
-      for (std::size_t i = 0; i < count; ++i) p[i] = bf16_to_float(float_to_bf16(1.0f + p[i]));
-    }
-    cursor += count;
-    return p;
-  };
-  w.view.embed = take(V * H);
-  w.view.lm_head = take(V * H);
-  if (s.tie_word_embeddings) w.view.lm_head = w.view.embed;
-  w.view.final_norm = take(H, true);
-  for (int l = 0; l < s.num_layers; ++l) {
-    LayerWeightsView lw;
-    lw.attn_norm = take(H, true);
-    lw.wq = take(Q * H);
-    lw.wk = take(K * H);
-    lw.wv = take(K * H);
-    lw.wo = take(H * Q);
-    lw.mlp_norm = take(H, true);
-    lw.w_gate = take(I * H);
-    lw.w_up = take(I * H);
-    lw.w_down = take(H * I);
-    w.view.layers.push_back(lw);
-  }
-  return w;
+  return random_host_weights(s, seed, {1.3f / std::sqrt(float(s.hidden_size)), true});
 }
 
 // Prefills `tokens` at positions start.. into fresh blocks beginning at `first_block`.
