@@ -104,6 +104,7 @@ struct PrefillParams {
   int num_shifts = 0;
   bf16_bits* q_rotated = nullptr;             // workspace, lazy_query_workspace_elements()
   const int32_t* split_ranges = nullptr;      // lazy: [num_splits][2] tile ranges inside one shift run
+  bool q_rotated_ready = false;               // lazy: kv_write already filled q_rotated (no pre-pass)
   bf16_bits* out = nullptr;              // [n, num_heads, head_dim]
   int rows_per_warp = 32;                // 32 (default) or 16: rows of the MMA tile per warp
   int num_splits = 1;
@@ -132,6 +133,12 @@ struct KvWriteParams {
   int64_t row_stride = 0;
   bf16_bits* q = nullptr;                // optional: rotated in place by `positions` (plain mode)
   int64_t q_row_stride = 0;
+  // Lazy prefill (optional, instead of rotating q in place): q is left raw and written rotated by
+  // (position − shifts[s]) for every distinct shift into q_rotated [num_shifts][n][num_heads * head_dim],
+  // the layout PrefillParams::q_rotated reads; the attention call then sets q_rotated_ready.
+  const int32_t* shifts = nullptr;       // [num_shifts], device
+  int num_shifts = 0;
+  bf16_bits* q_rotated = nullptr;
   int num_heads = 0;
   const int32_t* positions = nullptr;    // [n]
   const int32_t* slots = nullptr;        // [n] block * block_size + offset
