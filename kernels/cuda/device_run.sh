@@ -1,42 +1,62 @@
 #!/usr/bin/env bash
-# One device-machine call: build the CUDA targets, run the GPU tests, compute-sanitizer on the
-# kernel tests, then the benchmarks and the PyTorch peers. Logs go to $OUT.
-# Usage (on the GPU machine, repo root): kernels/cuda/device_run.sh [tests|bench|all]
+# One device-machine call: build the CUDA targets, then run the chosen steps. Logs go to $OUT.
+# Usage (on the GPU machine, repo root): kernels/cuda/device_run.sh STEP...
+#   tests     the GPU tests (test_kernels_cuda)
+#   sanitize  compute-sanitizer memcheck and racecheck on a subset of the kernel tests
+#   bench     bench_cuda_attention and bench_cuda_end_to_end
+#   peers     bench/peers_sdpa.py (PyTorch SDPA flash / cuDNN on the same shapes)
+#   profile   Nsight Compute sections of one decode and one prefill launch (see below)
+#   all       every step above
 set -o pipefail
-what=${1:-all}
+steps=" $* "
+[ "$steps" = "  " ] && steps=" all "
+[[ "$steps" == *" all "* ]] && steps=" tests sanitize bench peers profile "
+has() { [[ "$steps" == *" $1 "* ]]; }
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 export PATH=/usr/local/cuda/bin:$PATH
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv > "$OUT/env.txt" 2>&1
 B=build-dev
+t0=$(date +%s)
 cmake -S . -B $B -G Ninja -DLAZYSCOPE_WITH_GUI=OFF -DCMAKE_CUDA_ARCHITECTURES=90 -DLAZYSCOPE_PYTHON=python3 \
   -DLAZYSCOPE_BUILD_BENCH=ON > "$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; exit 1; }
-targets="lazyscope_cuda"
-[ "$what" != bench ] && targets="$targets test_kernels_cuda"
-[ "$what" != tests ] && targets="$targets bench_cuda_attention bench_cuda_end_to_end"
+targets="lazyscope_cuda test_kernels_cuda bench_cuda_attention bench_cuda_end_to_end"
 ninja -C $B -j16 -k 0 $targets >> "$OUT/build.log" 2>&1 || echo "BUILD: some targets failed (see build.log)"
-grep -E "error|FAILED" "$OUT/build.log" | head -20
+grep -E "error|FAILED|spill" "$OUT/build.log" | grep -v " 0 bytes spill" | head -30
+echo "== build took $(( $(date +%s) - t0 )) s"
 T=$B/tests/test_kernels_cuda
-if [ "$what" != bench ]; then
-  if [ ! -x $T ]; then
-    # The test target also needs the CLI; build the kernel tests alone if that failed.
-    T=$B/test_kernels_cuda_alone
-    g++ -std=c++20 -O2 -I. -Itests -I/usr/local/cuda/include tests/kernels/cuda/*_test.cpp -o $T \
-      $B/kernels/liblazyscope_cuda.a $B/kernels/liblazyscope_kernels.a -L/usr/local/cuda/lib64 \
-      -lcublas -lcublasLt -lcudart -lgtest -lgtest_main -lopenblas -pthread >> "$OUT/build.log" 2>&1
-  fi
-  timeout 300 $T --gtest_brief=1 2>&1 | tee "$OUT/tests.log" | tail -40
-  echo "== memcheck"
-  timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 $T \
-    --gtest_filter='*D128_gqa4_bs16_small_lazy*:*D64_gqa8_bs32_large_lazy*:*D128_gqa1_bs32_zero_plain*:*KvCache*:*HeadDims/BackendTest.Logits*D64_gqa4*:*HeadDims/BackendTest.Logits*D128_gqa4*' \
-    > "$OUT/memcheck.log" 2>&1; echo "memcheck rc=$?"; tail -3 "$OUT/memcheck.log"
-  echo "== racecheck"
-  timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 $T \
-    --gtest_filter='*D128_gqa4_bs16_small_lazy*:*D64_gqa8_bs32_large_lazy*:*D128_gqa1_bs32_zero_plain*:*KvCache*' \
-    > "$OUT/racecheck.log" 2>&1; echo "racecheck rc=$?"; tail -3 "$OUT/racecheck.log"
+if has tests; then
+  timeout 200 $T --gtest_brief=1 2>&1 | tee "$OUT/tests.log" | tail -40
+  echo "== tests rc=$?"
 fi
-if [ "$what" != tests ]; then
-  timeout 200 $B/bench/bench_cuda_attention 2>&1 | tee "$OUT/bench_attention.md"
-  [ "${PEERS:-1}" = 1 ] && timeout 150 python3 bench/peers_sdpa.py 2>&1 | tee "$OUT/peers_sdpa.md"
+if has sanitize; then
+  echo "== memcheck"
+  timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 $T \
+    --gtest_filter="${MEMCHECK_FILTER:-*D128_gqa4_bs16_small_lazy*:*D64_gqa8_bs32_large_lazy*:*D128_gqa1_bs32_zero_plain*:*D128_gqa7*:*D32_gqa3*:*KvCache*:*KvWrite*:*HeadDims/BackendTest.Logits*D64_gqa4*}" \
+    > "$OUT/memcheck.log" 2>&1; echo "memcheck rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck.log" | tail -4
+  echo "== racecheck"
+  timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 $T \
+    --gtest_filter="${RACECHECK_FILTER:-*D128_gqa4_bs16_small_lazy*:*D64_gqa8_bs32_large_lazy*:*D128_gqa1_bs32_zero_plain*:*D32_gqa3*:*KvWrite*}" \
+    > "$OUT/racecheck.log" 2>&1; echo "racecheck rc=$?"; grep -E "RACECHECK SUMMARY|PASSED|FAILED" "$OUT/racecheck.log" | tail -4
+fi
+if has bench; then
+  timeout 150 $B/bench/bench_cuda_attention 2>&1 | tee "$OUT/bench_attention.md"
+fi
+if has peers; then
+  timeout 120 python3 bench/peers_sdpa.py 2>&1 | tee "$OUT/peers_sdpa.md"
+fi
+if has bench; then
   timeout 200 $B/bench/bench_cuda_end_to_end 2>&1 | tee "$OUT/bench_end_to_end.md"
 fi
+if has profile; then
+  # One launch each, picked by kernel name and launch count: decode batch 16 x 8K (plain) and the
+  # first causal-8K prefill launch. Sections only (no full replay set), clocks as found.
+  S="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats --section LaunchStats"
+  timeout 120 ncu --clock-control none $S -k "regex:${PROFILE_DECODE_KERNEL:-decode}" \
+    --launch-skip "${PROFILE_DECODE_SKIP:-1875}" --launch-count 1 $B/bench/bench_cuda_attention --decode \
+    > "$OUT/ncu_decode.txt" 2>&1; echo "ncu decode rc=$?"
+  timeout 120 ncu --clock-control none $S -k "regex:${PROFILE_PREFILL_KERNEL:-prefill_kernel}" \
+    --launch-skip "${PROFILE_PREFILL_SKIP:-40}" --launch-count 1 $B/bench/bench_cuda_attention --prefill \
+    > "$OUT/ncu_prefill.txt" 2>&1; echo "ncu prefill rc=$?"
+fi
+echo "== total $(( $(date +%s) - t0 )) s"
