@@ -56,7 +56,7 @@ if has profile; then
     --launch-skip "${PROFILE_DECODE_SKIP:-1875}" --launch-count 1 $B/bench/bench_cuda_attention --decode \
     > "$OUT/ncu_decode.txt" 2>&1; echo "ncu decode rc=$?"
   timeout 120 ncu --clock-control none $S -k "regex:${PROFILE_PREFILL_KERNEL:-prefill_kernel}" \
-    --launch-skip "${PROFILE_PREFILL_SKIP:-40}" --launch-count 1 $B/bench/bench_cuda_attention --prefill \
+    --launch-skip "${PROFILE_PREFILL_SKIP:-400}" --launch-count 1 $B/bench/bench_cuda_attention \
     > "$OUT/ncu_prefill.txt" 2>&1; echo "ncu prefill rc=$?"
 fi
 echo "== total $(( $(date +%s) - t0 )) s"
