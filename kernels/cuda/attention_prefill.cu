@@ -369,8 +369,10 @@ void prefill_attention(const PrefillParams& p, cudaStream_t stream) {
         p.split_ranges == nullptr) {
       throw Error("cuda prefill attention: lazy call without shifts or rotated-query workspace");
     }
-    rotate_queries_kernel<<<dim3(p.n, p.num_shifts), 256, p.head_dim * sizeof(float), stream>>>(p);
-    LAZYSCOPE_CUDA_LAUNCH_CHECK();
+    if (!p.q_rotated_ready) {  // else kv_write already wrote the per-shift copies
+      rotate_queries_kernel<<<dim3(p.n, p.num_shifts), 256, p.head_dim * sizeof(float), stream>>>(p);
+      LAZYSCOPE_CUDA_LAUNCH_CHECK();
+    }
   }
   if (p.head_dim == 128) {
     dispatch_prefill<128>(p, stream);

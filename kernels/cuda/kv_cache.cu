@@ -139,7 +139,7 @@ void kv_write(const KvWriteParams& p, cudaStream_t stream) {
     query_sets = p.num_shifts;
   }
   if (query_sets > 0 && p.num_heads < 1) throw Error("cuda kv_write: q given without num_heads");
-  if (p.num_shifts > 65535) throw Error("cuda kv_write: more than 65535 distinct shifts in one step");
+  if (query_sets > 65534) throw Error("cuda kv_write: more than 65534 distinct shifts in one step (grid.y)");
   kv_write_kernel<<<dim3(p.n, 1 + query_sets), 128, p.head_dim * sizeof(float), stream>>>(p);
   LAZYSCOPE_CUDA_LAUNCH_CHECK();
 }
