@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <climits>
 #include <string>
+#include <type_traits>
 
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/attention_common.cuh"
@@ -23,6 +24,9 @@ using namespace detail;
 constexpr int kWarps = 4;
 constexpr int kKeys = kPrefillTileKeys;   // keys per tile
 
+// Pulls a line of block-table metadata into L1 ahead of its use (a hint: no value, no fault).
+__device__ __forceinline__ void prefetch_l1(const void* p) { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
+
 template <int MT>
 constexpr int rows_per_cta() {
   return 16 * MT * kWarps;
@@ -30,7 +34,7 @@ constexpr int rows_per_cta() {
 
 template <int D, int MT>
 constexpr int smem_bytes() {
-  return (rows_per_cta<MT>() + 4 * kKeys) * (D + 8) * 2 + 2 * kKeys * 4;
+  return (rows_per_cta<MT>() + 4 * kKeys) * (D + 8) * 2 + 2 * kKeys * 4 + rows_per_cta<MT>() * 4;
 }
 
 // MT: 16-row MMA tiles per warp (2 halves the shared-memory traffic per MMA of K and V).
@@ -43,6 +47,7 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
   __nv_bfloat16* k_s = q_s + kRows * kLd;            // [2][kKeys][kLd]
   __nv_bfloat16* v_s = k_s + 2 * kKeys * kLd;        // [2][kKeys][kLd]
   int* col_key = reinterpret_cast<int*>(v_s + 2 * kKeys * kLd);  // [2][kKeys], INT_MAX = empty
+  int* row_key_limit = col_key + 2 * kKeys;                      // [kRows]: last key each row sees
 
   const int group_size = p.num_heads / p.num_kv_heads;
   const int row_tile = gridDim.x - 1 - blockIdx.x;  // heaviest causal tiles first
@@ -72,23 +77,27 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
     tile_end = min(visible_tiles, tile_begin + per_split);
   }
 
-  // This thread's rows: quad_row and quad_row + 8 of each of its warp's MT row tiles.
-  int key_limit[MT][2];
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int row = row0 + (warp * MT + mt) * 16 + quad_row + half * 8;
-      key_limit[mt][half] = row < rows_total ? p.prior + row / group_size : -1;
-    }
+  // Causal limits of the CTA's rows in shared memory (read only by masked tiles; the loop's first
+  // barrier publishes them).
+  for (int r = threadIdx.x; r < kRows; r += blockDim.x) {
+    const int row = row0 + r;
+    row_key_limit[r] = row < rows_total ? p.prior + row / group_size : -1;
   }
 
+  // Block sizes divide the 64-key tile, so they are powers of two: shifts instead of divisions.
+  const int block_shift = __ffs(p.block_size) - 1;
   auto load_tile = [&](int tile_index, int stage) {
     const KvTile tile = p.tiles[tile_index];
+    // The next tile's entries follow this one's; its descriptor sits a few tiles on: fetch both
+    // into L1 now so the next load_tile's dependent reads hit.
+    if (threadIdx.x == 0 && tile_index + 1 < p.num_tiles) {
+      prefetch_l1(p.entries + tile.entry_begin + tile.entry_count);
+      if (tile_index + 2 < p.num_tiles) prefetch_l1(p.tiles + tile_index + 2);
+    }
     constexpr int kChunks = D / 8;
     for (int idx = threadIdx.x; idx < kKeys * kChunks; idx += blockDim.x) {
       const int col = idx / kChunks, dim = (idx % kChunks) * 8;
-      const int entry = col / p.block_size, slot = col % p.block_size;
+      const int entry = col >> block_shift, slot = col & (p.block_size - 1);
       bool valid = entry < tile.entry_count;
       int64_t offset = 0;
       int key = INT_MAX;
@@ -127,6 +136,62 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
     row_sum[mt][0] = row_sum[mt][1] = 0.0f;
   }
   const float score_scale = rsqrtf(float(D)) * kLog2e;
+  // Every row of this CTA sees keys up to at least this one: a full tile at or below it needs no mask.
+  const int cta_key_limit = p.prior + row0 / group_size;
+  const int total_keys = p.prior + p.n;
+
+  // Online softmax of one tile's scores (raw QK^T in s); MASK applies empty slots and the causal
+  // limit per element. The scale is folded into the exponent (one FFMA per score).
+  auto softmax_tile = [&](auto mask_tag, float (&s)[MT][kKeys / 8][4], const int* keys) {
+    constexpr bool kMask = decltype(mask_tag)::value;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      float tile_max[2] = {-INFINITY, -INFINITY};
+      int key_limit[2] = {0, 0};
+      if constexpr (kMask) {
+        key_limit[0] = row_key_limit[(warp * MT + mt) * 16 + quad_row];
+        key_limit[1] = row_key_limit[(warp * MT + mt) * 16 + quad_row + 8];
+      }
+#pragma unroll
+      for (int nt = 0; nt < kKeys / 8; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          if constexpr (kMask) {
+            const int key = keys[nt * 8 + quad_col * 2 + (e & 1)];
+            if (key > key_limit[e >> 1]) s[mt][nt][e] = -INFINITY;
+          }
+          tile_max[e >> 1] = fmaxf(tile_max[e >> 1], s[mt][nt][e]);
+        }
+      }
+      float correction[2], base_max[2];
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        tile_max[half] = fmaxf(tile_max[half], __shfl_xor_sync(0xffffffffu, tile_max[half], 1));
+        tile_max[half] = fmaxf(tile_max[half], __shfl_xor_sync(0xffffffffu, tile_max[half], 2));
+        const float new_max = fmaxf(row_max[mt][half], tile_max[half] * score_scale);  // log2 domain
+        base_max[half] = new_max == -INFINITY ? 0.0f : new_max;
+        correction[half] = exp2f(row_max[mt][half] - base_max[half]);
+        row_max[mt][half] = new_max;
+        row_sum[mt][half] *= correction[half];
+      }
+#pragma unroll
+      for (int nt = 0; nt < kKeys / 8; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float weight = exp2f(fmaf(s[mt][nt][e], score_scale, -base_max[e >> 1]));
+          s[mt][nt][e] = weight;
+          row_sum[mt][e >> 1] += weight;
+        }
+      }
+#pragma unroll
+      for (int dt = 0; dt < D / 8; ++dt) {
+        o[mt][dt][0] *= correction[0];
+        o[mt][dt][1] *= correction[0];
+        o[mt][dt][2] *= correction[1];
+        o[mt][dt][3] *= correction[1];
+      }
+    }
+  };
 
   if (tile_begin < tile_end) {
     if constexpr (LAZY) {
@@ -176,47 +241,14 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
           }
         }
       }
-      // Mask (empty slots, causal limit), scale into the log2 domain, online softmax.
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        float tile_max[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-        for (int nt = 0; nt < kKeys / 8; ++nt) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int key = keys[nt * 8 + quad_col * 2 + (e & 1)];
-            const float value = key <= key_limit[mt][e >> 1] ? s[mt][nt][e] * score_scale : -INFINITY;
-            s[mt][nt][e] = value;
-            tile_max[e >> 1] = fmaxf(tile_max[e >> 1], value);
-          }
-        }
-        float correction[2], base_max[2];
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          tile_max[half] = fmaxf(tile_max[half], __shfl_xor_sync(0xffffffffu, tile_max[half], 1));
-          tile_max[half] = fmaxf(tile_max[half], __shfl_xor_sync(0xffffffffu, tile_max[half], 2));
-          const float new_max = fmaxf(row_max[mt][half], tile_max[half]);
-          base_max[half] = new_max == -INFINITY ? 0.0f : new_max;
-          correction[half] = exp2f(row_max[mt][half] - base_max[half]);
-          row_max[mt][half] = new_max;
-          row_sum[mt][half] *= correction[half];
-        }
-#pragma unroll
-        for (int nt = 0; nt < kKeys / 8; ++nt) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const float weight = exp2f(s[mt][nt][e] - base_max[e >> 1]);
-            s[mt][nt][e] = weight;
-            row_sum[mt][e >> 1] += weight;
-          }
-        }
-#pragma unroll
-        for (int dt = 0; dt < D / 8; ++dt) {
-          o[mt][dt][0] *= correction[0];
-          o[mt][dt][1] *= correction[0];
-          o[mt][dt][2] *= correction[1];
-          o[mt][dt][3] *= correction[1];
-        }
+      // Mask only where needed: a tile with empty slots, or one reaching past some row's causal limit.
+      const int tile_keys_end = ti + 1 < p.num_tiles ? p.tiles[ti + 1].key_start : total_keys;
+      const int tile_keys_begin = p.tiles[ti].key_start;
+      const bool needs_mask = tile_keys_end - tile_keys_begin != kKeys || tile_keys_begin + kKeys - 1 > cta_key_limit;
+      if (needs_mask) {
+        softmax_tile(std::true_type{}, s, keys);
+      } else {
+        softmax_tile(std::false_type{}, s, keys);
       }
 #pragma unroll
       for (int kk = 0; kk < kKeys / 16; ++kk) {
