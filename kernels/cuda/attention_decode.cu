@@ -1,6 +1,12 @@
-// Lazy and plain paged decode attention (flash-decoding): one CTA per (split, kv head, sequence)
-// serves every query head of the GQA group; keys are read straight from the pool with 16-byte
-// loads, each warp owning whole blocks; the split partials are merged by combine_splits.
+// Lazy and plain paged decode attention (flash-decoding) on tensor cores. One CTA per (split,
+// kv head, sequence) serves every query head of the GQA group; each of its warps walks its own
+// 16-key units (a unit = 16 slots of one block) through a private ring of shared-memory stages
+// filled by cp.async, so two units per warp stay in flight while it computes a third. Scores and
+// P·V are mma.sync m16n8k16 (the group's heads are the A rows); the split partials are merged by
+// combine_splits.
+// Lazy: the warp keeps its raw query fragment in registers and re-rotates it by (m − δ) whenever a
+// unit's shift differs from the last one; the rotation is lane-local in the MMA A layout (the RoPE
+// partner of dim d < D/2 sits in the same lane), the angles are spread over the warp's lanes.
 #include <algorithm>
 #include <climits>
 #include <string>
@@ -17,187 +23,295 @@ namespace {
 using namespace detail;
 
 constexpr int kDecodeWarps = 4;
+constexpr int kUnitKeys = 16;  // keys per unit: one MMA k-step of P·V
+
+// Ring depth per warp: D128 keeps 2 CTAs (96 KB each) on an SM; smaller heads afford a deeper ring.
+template <int D>
+__host__ __device__ constexpr int decode_stages() {
+  return D >= 128 ? 3 : 4;
+}
+template <int D>
+__host__ __device__ constexpr int stage_elements() {
+  return 2 * kUnitKeys * D;  // the unit's K tile, then its V tile
+}
+template <int D>
+__host__ __device__ constexpr int decode_smem_bytes() {
+  constexpr int ring = kDecodeWarps * decode_stages<D>() * stage_elements<D>() * 2;
+  constexpr int merge = kDecodeWarps * 8 * (D + 2) * 4;  // reused after the loop
+  return ring > merge ? ring : merge;
+}
+
+// Tiles are unpadded [16 keys][D] with the 16-byte chunks of each row XOR-swizzled, so the 8 rows
+// of every ldmatrix 8x8 matrix (8 consecutive keys, one logical chunk) hit 8 distinct bank groups.
+template <int D>
+__device__ __forceinline__ int tile_offset(int key, int chunk) {
+  constexpr int kChunks = D / 8;
+  int swizzle;
+  if constexpr (kChunks >= 8) {
+    swizzle = key & 7;
+  } else if constexpr (kChunks == 4) {
+    swizzle = (key >> 1) & 3;  // two rows share a 128-byte line
+  } else {
+    swizzle = (key >> 2) & 1;  // four rows share a 128-byte line
+  }
+  return key * D + (chunk ^ swizzle) * 8;
+}
+
+// Copies slots [first_slot, first_slot + 16) of one block's K and V into a stage; slots at or past
+// `valid` are zero-filled (never read from the pool), so a stale value cannot leak in as NaN.
+template <int D>
+__device__ __forceinline__ void load_unit(__nv_bfloat16* stage, const bf16_bits* k_block, const bf16_bits* v_block,
+                                          int first_slot, int valid, int lane) {
+  constexpr int kChunks = D / 8, kKeysPerPass = 32 / kChunks, kPasses = kUnitKeys / kKeysPerPass;
+  const int chunk = lane % kChunks;
+#pragma unroll
+  for (int pass = 0; pass < kPasses; ++pass) {
+    const int key = pass * kKeysPerPass + lane / kChunks;
+    const int slot = first_slot + key;
+    const bool ok = slot < valid;
+    const int64_t src = ok ? int64_t(slot) * D + chunk * 8 : 0;
+    const int dst = tile_offset<D>(key, chunk);
+    cp_async16(stage + dst, k_block + src, ok ? 16 : 0);
+    cp_async16(stage + kUnitKeys * D + dst, v_block + src, ok ? 16 : 0);
+  }
+}
+
+__device__ __forceinline__ float bf16_lo(uint32_t pair) { return __uint_as_float(pair << 16); }
+__device__ __forceinline__ float bf16_hi(uint32_t pair) { return __uint_as_float(pair & 0xffff0000u); }
+
+// Lazy: rotates the raw query fragment by `position` into the A fragment. Lane L holds the angles
+// of frequencies L and L + 32 (cos_t/sin_t slots); the RoPE partner of dim d < D/2 is d + D/2,
+// the same lane's q[kk + D/32], so the rotation itself is lane-local. Warp-uniform (shuffles).
+template <int D>
+__device__ __forceinline__ void rotate_query(const uint32_t (&q_raw)[D / 16][2], uint32_t (&q_frag)[D / 16][2],
+                                             const float (&freq)[(D / 2 + 31) / 32], long long position,
+                                             int quad_col) {
+  constexpr int kTrigSlots = (D / 2 + 31) / 32;
+  float cos_t[kTrigSlots], sin_t[kTrigSlots];
+#pragma unroll
+  for (int t = 0; t < kTrigSlots; ++t) rope_cos_sin(position, freq[t], &cos_t[t], &sin_t[t]);
+  if constexpr (D >= 32) {
+    constexpr int kPartner = D / 32;
+#pragma unroll
+    for (int kk = 0; kk < kPartner; ++kk) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        // Frequencies kk*16 + h*8 + 2*quad_col + {0,1}: slot kk/2 of lanes (kk%2)*16 + h*8 + 2*quad_col + {0,1}.
+        const int source = (kk % 2) * 16 + h * 8 + 2 * quad_col;
+        const float c0 = __shfl_sync(0xffffffffu, cos_t[kk / 2], source);
+        const float s0 = __shfl_sync(0xffffffffu, sin_t[kk / 2], source);
+        const float c1 = __shfl_sync(0xffffffffu, cos_t[kk / 2], source + 1);
+        const float s1 = __shfl_sync(0xffffffffu, sin_t[kk / 2], source + 1);
+        const uint32_t x = q_raw[kk][h], y = q_raw[kk + kPartner][h];
+        q_frag[kk][h] = pack_bf16x2(bf16_lo(x) * c0 - bf16_lo(y) * s0, bf16_hi(x) * c1 - bf16_hi(y) * s1);
+        q_frag[kk + kPartner][h] = pack_bf16x2(bf16_lo(y) * c0 + bf16_lo(x) * s0, bf16_hi(y) * c1 + bf16_hi(x) * s1);
+      }
+    }
+  } else {
+    // D 16: dims 2*quad_col + {0,1} pair with 8 + 2*quad_col + {0,1}: q_frag[0][0] with q_frag[0][1].
+    const int source = 2 * quad_col;
+    const float c0 = __shfl_sync(0xffffffffu, cos_t[0], source);
+    const float s0 = __shfl_sync(0xffffffffu, sin_t[0], source);
+    const float c1 = __shfl_sync(0xffffffffu, cos_t[0], source + 1);
+    const float s1 = __shfl_sync(0xffffffffu, sin_t[0], source + 1);
+    const uint32_t x = q_raw[0][0], y = q_raw[0][1];
+    q_frag[0][0] = pack_bf16x2(bf16_lo(x) * c0 - bf16_lo(y) * s0, bf16_hi(x) * c1 - bf16_hi(y) * s1);
+    q_frag[0][1] = pack_bf16x2(bf16_lo(y) * c0 + bf16_lo(x) * s0, bf16_hi(y) * c1 + bf16_hi(x) * s1);
+  }
+}
 
 template <int D, int G, bool LAZY>
-__global__ void __launch_bounds__(kDecodeWarps * 32) decode_kernel(DecodeParams p) {
-  constexpr int kLanesPerKey = D / 8;               // each lane holds 8 dims (16 bytes)
-  constexpr int kGroups = 32 / kLanesPerKey;        // keys side by side in a warp
-  constexpr int kKeysPerGroup = 16 / kGroups;       // a chunk is 16 keys per warp
+__global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodeParams p) {
+  constexpr int kStages = decode_stages<D>();
+  constexpr int kStageElements = stage_elements<D>();
+  constexpr int kSteps = D / 16;  // MMA k-steps of Q·K^T, and 16-dim pairs of P·V n-tiles
+  constexpr int kHalf = D / 2;
+  constexpr int kTrigSlots = (kHalf + 31) / 32;
+  extern __shared__ __align__(16) uint8_t smem[];
   const int split = blockIdx.x, kv_head = blockIdx.y, seq = blockIdx.z;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int group = lane / kLanesPerKey, sub = lane % kLanesPerKey;
-  const int dim0 = sub * 8;
-
-  __shared__ float q_raw[LAZY ? G : 1][LAZY ? D : 1];
-  __shared__ float merge_ml[kDecodeWarps][G][2];
-  __shared__ float merge_acc[kDecodeWarps][G][D];
-
-  const bf16_bits* q_seq = p.q + seq * p.q_row_stride + int64_t(kv_head) * G * D;
-  float q[G][8];
-  long long position = 0;
-  if constexpr (LAZY) {
-    for (int i = threadIdx.x; i < G * D; i += blockDim.x) {
-      q_raw[i / D][i % D] = __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(q_seq)[i]);
-    }
-    position = p.q_positions[seq];
-    __syncthreads();
-  } else {
-#pragma unroll
-    for (int g = 0; g < G; ++g) {
-      uint4 raw = *reinterpret_cast<const uint4*>(q_seq + g * D + dim0);
-      unpack8(raw, q[g]);
-    }
-  }
-  const float score_scale = rsqrtf(float(D)) * kLog2e;  // scores kept in the log2 domain
+  const int row = lane / 4, quad_col = lane % 4;  // this lane's A/C fragment row (group head) and column pair
+  __nv_bfloat16* ring = reinterpret_cast<__nv_bfloat16*>(smem) + warp * kStages * kStageElements;
 
   const int entry_first = p.seq_entry_offsets[seq], entry_last = p.seq_entry_offsets[seq + 1];
   const int per_split = (entry_last - entry_first + p.num_splits - 1) / p.num_splits;
   const int begin = entry_first + split * per_split;
   const int end = min(entry_last, begin + per_split);
-
-  float row_max[G], row_sum[G], acc[G][8];
-#pragma unroll
-  for (int g = 0; g < G; ++g) {
-    row_max[g] = -INFINITY;
-    row_sum[g] = 0.0f;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) acc[g][j] = 0.0f;
-  }
-  int current_shift = INT_MIN;
+  const int units_per_entry = (p.block_size + kUnitKeys - 1) / kUnitKeys;
+  const int num_units = max(0, end - begin) * units_per_entry;
   const int64_t head_stride = int64_t(p.block_size) * D;
-  for (int e = begin + warp; e < end; e += kDecodeWarps) {
-    const KvEntry ref = p.entries[e];
-    if constexpr (LAZY) {
-      if (ref.shift != current_shift) {
-        // A new run of one shift: rotate the raw query once by (m − δ).
-        current_shift = ref.shift;
-        rotate_slice<D, G>(q_raw, q, dim0, position - ref.shift, p.inv_freq);
-      }
-    }
+
+  // Warp w takes units w, w + 4, ...; the first kStages − 1 are in flight before anything else.
+  auto issue = [&](int unit, int stage) {
+    const KvEntry ref = p.entries[begin + unit / units_per_entry];
     const int64_t base = (int64_t(ref.block) * p.num_kv_heads + kv_head) * head_stride;
-    const bf16_bits* k_block = p.k_pool + base;
-    const bf16_bits* v_block = p.v_pool + base;
-    for (int chunk = 0; chunk < ref.valid; chunk += 16) {
-      uint4 k_raw[kKeysPerGroup], v_raw[kKeysPerGroup];
+    load_unit<D>(ring + stage * kStageElements, p.k_pool + base, p.v_pool + base,
+                 (unit % units_per_entry) * kUnitKeys, ref.valid, lane);
+  };
 #pragma unroll
-      for (int j = 0; j < kKeysPerGroup; ++j) {
-        const int slot = chunk + group * kKeysPerGroup + j;
-        if (slot < ref.valid) {
-          k_raw[j] = __ldcs(reinterpret_cast<const uint4*>(k_block + slot * D + dim0));
-        } else {
-          k_raw[j] = make_uint4(0, 0, 0, 0);
-        }
-      }
+  for (int s = 0; s < kStages - 1; ++s) {
+    const int unit = warp + s * kDecodeWarps;
+    if (unit < num_units) issue(unit, s);
+    cp_async_commit();
+  }
+
+  // The query as the A fragment: row `row` (rows >= G are zero), dims kk*16 + 2*quad_col + {0,1}
+  // in q_frag[kk][0] and + 8 in q_frag[kk][1]; rows 8..15 of the tile are zero registers.
+  const bf16_bits* q_seq = p.q + seq * p.q_row_stride + int64_t(kv_head) * G * D;
+  uint32_t q_frag[kSteps][2];
+  uint32_t q_raw[kSteps][2];  // lazy only (unused, and compiled out, in plain)
 #pragma unroll
-      for (int j = 0; j < kKeysPerGroup; ++j) {
-        const int slot = chunk + group * kKeysPerGroup + j;
-        if (slot < ref.valid) {
-          v_raw[j] = __ldcs(reinterpret_cast<const uint4*>(v_block + slot * D + dim0));
-        } else {
-          v_raw[j] = make_uint4(0, 0, 0, 0);
-        }
-      }
-      float score[kKeysPerGroup][G];
-#pragma unroll
-      for (int j = 0; j < kKeysPerGroup; ++j) {
-        float k[8];
-        unpack8(k_raw[j], k);
-#pragma unroll
-        for (int g = 0; g < G; ++g) {
-          float s = 0.0f;
-#pragma unroll
-          for (int d = 0; d < 8; ++d) s = fmaf(q[g][d], k[d], s);
-          score[j][g] = s;
-        }
-      }
-#pragma unroll
-      for (int j = 0; j < kKeysPerGroup; ++j) {
-#pragma unroll
-        for (int g = 0; g < G; ++g) {
-#pragma unroll
-          for (int offset = kLanesPerKey / 2; offset > 0; offset /= 2) {
-            score[j][g] += __shfl_xor_sync(0xffffffffu, score[j][g], offset);
-          }
-        }
-      }
-#pragma unroll
-      for (int g = 0; g < G; ++g) {
-        float chunk_max = -INFINITY;
-#pragma unroll
-        for (int j = 0; j < kKeysPerGroup; ++j) {
-          const int slot = chunk + group * kKeysPerGroup + j;
-          score[j][g] = slot < ref.valid ? score[j][g] * score_scale : -INFINITY;
-          chunk_max = fmaxf(chunk_max, score[j][g]);
-        }
-        const float new_max = fmaxf(row_max[g], chunk_max);
-        const float base_max = new_max == -INFINITY ? 0.0f : new_max;
-        const float correction = exp2f(row_max[g] - base_max);
-        row_max[g] = new_max;
-        row_sum[g] *= correction;
-#pragma unroll
-        for (int d = 0; d < 8; ++d) acc[g][d] *= correction;
-#pragma unroll
-        for (int j = 0; j < kKeysPerGroup; ++j) {
-          const float weight = exp2f(score[j][g] - base_max);
-          row_sum[g] += weight;
-          float v[8];
-          unpack8(v_raw[j], v);
-#pragma unroll
-          for (int d = 0; d < 8; ++d) acc[g][d] = fmaf(weight, v[d], acc[g][d]);
-        }
-      }
+  for (int kk = 0; kk < kSteps; ++kk) {
+    uint32_t lo = 0, hi = 0;
+    if (row < G) {
+      lo = *reinterpret_cast<const uint32_t*>(q_seq + row * D + kk * 16 + 2 * quad_col);
+      hi = *reinterpret_cast<const uint32_t*>(q_seq + row * D + kk * 16 + 8 + 2 * quad_col);
+    }
+    if constexpr (LAZY) {
+      q_raw[kk][0] = lo;
+      q_raw[kk][1] = hi;
+      q_frag[kk][0] = q_frag[kk][1] = 0;
+    } else {
+      q_frag[kk][0] = lo;
+      q_frag[kk][1] = hi;
     }
   }
-  // Merge the groups of a warp (lanes with the same dims), then the warps through shared memory.
+  // Lazy: lane L forms the angles of frequencies L and L + 32 (as rope_cos_sin does).
+  float freq[kTrigSlots];
+  long long position = 0;
+  if constexpr (LAZY) {
 #pragma unroll
-  for (int offset = kLanesPerKey; offset < 32; offset *= 2) {
-#pragma unroll
-    for (int g = 0; g < G; ++g) {
-      const float other_max = __shfl_xor_sync(0xffffffffu, row_max[g], offset);
-      const float other_sum = __shfl_xor_sync(0xffffffffu, row_sum[g], offset);
-      const float new_max = fmaxf(row_max[g], other_max);
-      const float base_max = new_max == -INFINITY ? 0.0f : new_max;
-      const float mine = exp2f(row_max[g] - base_max), theirs = exp2f(other_max - base_max);
-      row_sum[g] = row_sum[g] * mine + other_sum * theirs;
-#pragma unroll
-      for (int d = 0; d < 8; ++d) {
-        const float other = __shfl_xor_sync(0xffffffffu, acc[g][d], offset);
-        acc[g][d] = acc[g][d] * mine + other * theirs;
-      }
-      row_max[g] = new_max;
+    for (int t = 0; t < kTrigSlots; ++t) {
+      const int i = lane + 32 * t;
+      freq[t] = i < kHalf ? p.inv_freq[i] : 0.0f;
     }
+    position = p.q_positions[seq];
   }
-  if (group == 0) {
+  const float score_scale = rsqrtf(float(D)) * kLog2e;  // scores kept in the log2 domain
+  float o[D / 8][4];
 #pragma unroll
-    for (int g = 0; g < G; ++g) {
-#pragma unroll
-      for (int d = 0; d < 8; ++d) merge_acc[warp][g][dim0 + d] = acc[g][d];
-      if (sub == 0) {
-        merge_ml[warp][g][0] = row_max[g];
-        merge_ml[warp][g][1] = row_sum[g];
+  for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+  float row_max = -INFINITY, row_sum = 0.0f;  // of row `row`, quad-uniform max, lane-partial sum
+  bool rotated = false;
+  int current_shift = 0;
+  // ldmatrix row addresses: K (B of Q·K^T, non-transposed) and V (B of P·V, transposed).
+  const int k_key = lane % 8 + (lane / 16) * 8, k_half = (lane / 8) % 2;
+  const int v_key = lane % 8 + ((lane / 8) % 2) * 8, v_half = lane / 16;
+
+  int stage = 0;
+  for (int i = 0;; ++i) {
+    const int unit = warp + i * kDecodeWarps;
+    if (unit >= num_units) break;
+    const int ahead = unit + (kStages - 1) * kDecodeWarps;
+    if (ahead < num_units) issue(ahead, stage == 0 ? kStages - 1 : stage - 1);
+    cp_async_commit();
+    const KvEntry ref = p.entries[begin + unit / units_per_entry];
+    const int keys_valid = ref.valid - (unit % units_per_entry) * kUnitKeys;
+    if constexpr (LAZY) {
+      if (!rotated || ref.shift != current_shift) {
+        // A new run of one shift: rotate while this unit's copies are still in flight.
+        rotate_query<D>(q_raw, q_frag, freq, position - ref.shift, quad_col);
+        current_shift = ref.shift;
+        rotated = true;
       }
+    }
+    cp_async_wait<kStages - 1>();  // this unit's group has landed (for this lane)
+    __syncwarp();                  // ... and for every lane of the warp
+    const __nv_bfloat16* k_tile = ring + stage * kStageElements;
+    const __nv_bfloat16* v_tile = k_tile + kUnitKeys * D;
+
+    float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+#pragma unroll
+    for (int kk = 0; kk < kSteps; ++kk) {
+      uint32_t b[4];
+      ldmatrix_x4(b, k_tile + tile_offset<D>(k_key, kk * 2 + k_half));
+      const uint32_t a[4] = {q_frag[kk][0], 0u, q_frag[kk][1], 0u};
+      mma_bf16_16816(s[0], a, b[0], b[1]);
+      mma_bf16_16816(s[1], a, b[2], b[3]);
+    }
+    // Row `row` holds keys nt*8 + 2*quad_col + e in s[nt][e]; empty slots are masked.
+    float unit_max = -INFINITY;
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int key = nt * 8 + 2 * quad_col + e;
+        const float value = key < keys_valid ? s[nt][e] * score_scale : -INFINITY;
+        s[nt][e] = value;
+        unit_max = fmaxf(unit_max, value);
+      }
+    }
+    unit_max = fmaxf(unit_max, __shfl_xor_sync(0xffffffffu, unit_max, 1));
+    unit_max = fmaxf(unit_max, __shfl_xor_sync(0xffffffffu, unit_max, 2));
+    const float new_max = fmaxf(row_max, unit_max);
+    const float base_max = new_max == -INFINITY ? 0.0f : new_max;
+    const float correction = exp2f(row_max - base_max);
+    row_max = new_max;
+    row_sum *= correction;
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        s[nt][e] = exp2f(s[nt][e] - base_max);
+        row_sum += s[nt][e];
+      }
+    }
+#pragma unroll
+    for (int dt = 0; dt < D / 8; ++dt) {
+      o[dt][0] *= correction;
+      o[dt][1] *= correction;
+    }
+    // P (rows 8..15 zero) as the A operand; V through ldmatrix.trans.
+    const uint32_t a[4] = {pack_bf16x2(s[0][0], s[0][1]), 0u, pack_bf16x2(s[1][0], s[1][1]), 0u};
+#pragma unroll
+    for (int dp = 0; dp < kSteps; ++dp) {
+      uint32_t b[4];
+      ldmatrix_x4_trans(b, v_tile + tile_offset<D>(v_key, dp * 2 + v_half));
+      mma_bf16_16816(o[2 * dp], a, b[0], b[1]);
+      mma_bf16_16816(o[2 * dp + 1], a, b[2], b[3]);
+    }
+    __syncwarp();  // every lane is done with this stage before it is refilled
+    stage = stage + 1 == kStages ? 0 : stage + 1;
+  }
+  cp_async_wait<0>();
+
+  // Merge the warps through shared memory (the rings are free once every warp is here).
+  row_sum += __shfl_xor_sync(0xffffffffu, row_sum, 1);
+  row_sum += __shfl_xor_sync(0xffffffffu, row_sum, 2);
+  float* merge_acc = reinterpret_cast<float*>(smem);            // [warps][8][D]
+  float* merge_ml = merge_acc + kDecodeWarps * 8 * D;           // [warps][8][2]
+  __syncthreads();
+  if (row < G) {
+#pragma unroll
+    for (int dt = 0; dt < D / 8; ++dt) {
+      *reinterpret_cast<float2*>(merge_acc + (warp * 8 + row) * D + dt * 8 + 2 * quad_col) =
+          make_float2(o[dt][0], o[dt][1]);
+    }
+    if (quad_col == 0) {
+      merge_ml[(warp * 8 + row) * 2] = row_max;
+      merge_ml[(warp * 8 + row) * 2 + 1] = row_sum;
     }
   }
   __syncthreads();
-  for (int i = threadIdx.x; i < G * D; i += blockDim.x) {
-    const int g = i / D, d = i % D;
+  for (int idx = threadIdx.x; idx < G * D; idx += blockDim.x) {
+    const int g = idx / D, d = idx % D;
     float total_max = -INFINITY;
 #pragma unroll
-    for (int w = 0; w < kDecodeWarps; ++w) total_max = fmaxf(total_max, merge_ml[w][g][0]);
+    for (int w = 0; w < kDecodeWarps; ++w) total_max = fmaxf(total_max, merge_ml[(w * 8 + g) * 2]);
     const float base_max = total_max == -INFINITY ? 0.0f : total_max;
     float total_sum = 0.0f, total_acc = 0.0f;
 #pragma unroll
     for (int w = 0; w < kDecodeWarps; ++w) {
-      const float weight = exp2f(merge_ml[w][g][0] - base_max);
-      total_sum += merge_ml[w][g][1] * weight;
-      total_acc += merge_acc[w][g][d] * weight;
+      const float weight = exp2f(merge_ml[(w * 8 + g) * 2] - base_max);
+      total_sum += merge_ml[(w * 8 + g) * 2 + 1] * weight;
+      total_acc += merge_acc[(w * 8 + g) * D + d] * weight;
     }
-    const int64_t row = int64_t(seq) * p.num_heads + kv_head * G + g;
+    const int64_t out_row = int64_t(seq) * p.num_heads + kv_head * G + g;
     if (p.num_splits == 1) {
       const float value = total_sum > 0.0f ? total_acc / total_sum : 0.0f;
-      reinterpret_cast<__nv_bfloat16*>(p.out)[row * D + d] = __float2bfloat16(value);
+      reinterpret_cast<__nv_bfloat16*>(p.out)[out_row * D + d] = __float2bfloat16(value);
     } else {
-      const int64_t slot = row * p.num_splits + split;
+      const int64_t slot = out_row * p.num_splits + split;
       p.partial_o[slot * D + d] = total_acc;
       if (d == 0) {
         p.partial_ml[slot * 2] = total_max;
@@ -209,8 +323,15 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) decode_kernel(DecodeParams 
 
 template <int D, int G, bool LAZY>
 void launch_decode(const DecodeParams& p, cudaStream_t stream) {
+  constexpr int kSmem = decode_smem_bytes<D>();
+  static bool configured = false;  // one attribute call per instantiation
+  if (!configured) {
+    LAZYSCOPE_CUDA_CHECK(
+        cudaFuncSetAttribute(decode_kernel<D, G, LAZY>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+    configured = true;
+  }
   dim3 grid(p.num_splits, p.num_kv_heads, p.batch);
-  decode_kernel<D, G, LAZY><<<grid, kDecodeWarps * 32, 0, stream>>>(p);
+  decode_kernel<D, G, LAZY><<<grid, kDecodeWarps * 32, kSmem, stream>>>(p);
   LAZYSCOPE_CUDA_LAUNCH_CHECK();
 }
 
@@ -244,7 +365,8 @@ void dispatch_group(const DecodeParams& p, cudaStream_t stream) {
 
 int decode_num_splits(int batch, int num_kv_heads, int max_entries, int sm_count) {
   const int ctas = batch * num_kv_heads;
-  // Two resident CTAs per SM (about 200 registers a thread). Pick the fewest splits that fill
+  // Two resident CTAs per SM (D128: 96 KB of stage rings and <= 180 registers a thread; smaller
+  // heads fit more, so this is the conservative count). Pick the fewest splits that fill
   // the last wave to >= 90 %, so no half-empty wave doubles the time; each split keeps >= 4 blocks.
   const int capacity = 2 * sm_count;
   const int max_splits = std::max(1, std::min(128, max_entries / 4));

@@ -1,6 +1,8 @@
 // GPU attention, KV write and materialize kernels against the CPU reference (kernels/cpu).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -160,6 +162,24 @@ std::vector<Case> all_cases() {
   return cases;
 }
 
+// A copy of the pool with NaN in the unfilled slots (valid .. block_size − 1) of the tables' blocks.
+Pool with_stale_slots(const Case& c, const Pool& pool, const std::vector<std::vector<BlockRef>>& tables) {
+  Pool out = pool;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const std::vector<BlockRef>& table : tables) {
+    for (const BlockRef& ref : table) {
+      for (int head = 0; head < kKvHeads; ++head) {
+        for (int slot = ref.valid; slot < c.block_size; ++slot) {
+          const std::size_t row = ((std::size_t(ref.block) * kKvHeads + head) * c.block_size + slot) * c.head_dim;
+          std::fill_n(out.k.begin() + row, c.head_dim, nan);
+          std::fill_n(out.v.begin() + row, c.head_dim, nan);
+        }
+      }
+    }
+  }
+  return out;
+}
+
 class AttentionTest : public testing::TestWithParam<Case> {};
 
 TEST_P(AttentionTest, DecodeBatchMatchesCpuReference) {
@@ -186,7 +206,9 @@ TEST_P(AttentionTest, DecodeBatchMatchesCpuReference) {
     expected.insert(expected.end(), out.begin(), out.end());
   }
   DeviceBuffer d_q = upload_as_bf16(gpu_query(c, q, positions, heads, inv_freq));
-  DeviceBuffer d_k = upload_as_bf16(pool.k), d_v = upload_as_bf16(pool.v);
+  // The GPU pool holds NaN in every slot past a block's `valid`: stale slots must weigh exactly 0.
+  const Pool stale = with_stale_slots(c, pool, tables);
+  DeviceBuffer d_k = upload_as_bf16(stale.k), d_v = upload_as_bf16(stale.v);
   DeviceBuffer d_entries = upload(plan.entries), d_offsets = upload(plan.seq_entry_offsets);
   DeviceBuffer d_positions = upload(positions), d_inv = upload(inv_freq);
   const std::size_t out_count = std::size_t(batch) * heads * c.head_dim;
