@@ -137,16 +137,18 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
   const int per_split = (entry_last - entry_first + p.num_splits - 1) / p.num_splits;
   const int begin = entry_first + split * per_split;
   const int end = min(entry_last, begin + per_split);
-  const int units_per_entry = (p.block_size + kUnitKeys - 1) / kUnitKeys;
-  const int num_units = max(0, end - begin) * units_per_entry;
+  // block_size divides 64 (append_table checks), so units per entry is 1, 2 or 4: shifts, not divisions.
+  const int unit_shift = p.block_size > 32 ? 2 : p.block_size > 16 ? 1 : 0;
+  const int unit_mask = (1 << unit_shift) - 1;
+  const int num_units = max(0, end - begin) << unit_shift;
   const int64_t head_stride = int64_t(p.block_size) * D;
 
   // Warp w takes units w, w + 4, ...; the first kStages − 1 are in flight before anything else.
   auto issue = [&](int unit, int stage) {
-    const KvEntry ref = p.entries[begin + unit / units_per_entry];
+    const KvEntry ref = p.entries[begin + (unit >> unit_shift)];
     const int64_t base = (int64_t(ref.block) * p.num_kv_heads + kv_head) * head_stride;
     load_unit<D>(ring + stage * kStageElements, p.k_pool + base, p.v_pool + base,
-                 (unit % units_per_entry) * kUnitKeys, ref.valid, lane);
+                 (unit & unit_mask) * kUnitKeys, ref.valid, lane);
   };
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
@@ -205,8 +207,8 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
     const int ahead = unit + (kStages - 1) * kDecodeWarps;
     if (ahead < num_units) issue(ahead, stage == 0 ? kStages - 1 : stage - 1);
     cp_async_commit();
-    const KvEntry ref = p.entries[begin + unit / units_per_entry];
-    const int keys_valid = ref.valid - (unit % units_per_entry) * kUnitKeys;
+    const KvEntry ref = p.entries[begin + (unit >> unit_shift)];
+    const int keys_valid = ref.valid - (unit & unit_mask) * kUnitKeys;
     if constexpr (LAZY) {
       if (!rotated || ref.shift != current_shift) {
         // A new run of one shift: rotate while this unit's copies are still in flight.
