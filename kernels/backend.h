@@ -55,6 +55,20 @@ class Backend {
   virtual void allocate_pool(int num_blocks, int block_size) = 0;
   // Runs the step; when step.want_logits, `logits` receives vocab_size floats.
   virtual void forward(const ForwardStep& step, std::vector<float>* logits) = 0;
+  // Runs the step and returns the greedy next token: the argmax of the last new token's logits
+  // (first index on ties). want_logits is ignored. A GPU
+  // backend picks it on the device and reads back only the token; this default reads the logits.
+  virtual int32_t forward_greedy(const ForwardStep& step) {
+    ForwardStep with_logits = step;
+    with_logits.want_logits = true;
+    std::vector<float> logits;
+    forward(with_logits, &logits);
+    int32_t best = 0;
+    for (std::size_t i = 1; i < logits.size(); ++i) {
+      if (logits[i] > logits[best]) best = int32_t(i);
+    }
+    return best;
+  }
   virtual void copy_blocks(std::span<const BlockCopy> copies) = 0;
   // Waits for outstanding device work (for honest host timings). No-op on the CPU.
   virtual void synchronize() {}

@@ -1,5 +1,7 @@
 #include "kernels/cuda/cuda_backend.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -41,9 +43,21 @@ CudaBackend::CudaBackend() {
   LAZYSCOPE_CUBLAS_CHECK(cublasCreate(&cublas_));
   LAZYSCOPE_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
   sm_count_ = device_sm_count();
+  for (cudaEvent_t& event : meta_uploaded_) {
+    LAZYSCOPE_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  }
+  const char* env = std::getenv("LAZYSCOPE_CUDA_GRAPHS");
+  graphs_enabled_ = env == nullptr || std::string(env) != "0";
 }
 
 CudaBackend::~CudaBackend() {
+  for (auto& [key, exec] : graphs_) {
+    if (exec != nullptr) cudaGraphExecDestroy(exec);
+  }
+  for (cudaEvent_t event : meta_uploaded_) {
+    if (event != nullptr) cudaEventDestroy(event);
+  }
+  if (host_token_ != nullptr) cudaFreeHost(host_token_);
   if (host_logits_ != nullptr) cudaFreeHost(host_logits_);
   if (cublas_ != nullptr) cublasDestroy(cublas_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
@@ -85,6 +99,8 @@ std::string CudaBackend::unsupported_reason(const ModelShape& shape) const {
 void CudaBackend::allocate_weights(const ModelShape& shape) {
   const std::string why = unsupported_reason(shape);
   if (!why.empty()) throw Error("cuda backend: " + why);
+  LAZYSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  invalidate_graphs();
   shape_ = shape;
   const std::size_t H = shape.hidden_size, V = shape.vocab_size, I = shape.intermediate_size;
   const std::size_t Q = shape.q_dim(), K = shape.kv_dim();
@@ -102,6 +118,20 @@ void CudaBackend::allocate_weights(const ModelShape& shape) {
     lw.w_gate_up.resize(2 * I * H * 2);
     lw.w_down.resize(H * I * 2);
   }
+  // Split-K scratch for the largest need among the step's GEMVs; counters start (and stay) zero.
+  GemvWorkspaceSize need;
+  const int gemv_shapes[5][2] = {{int(Q + 2 * K), int(H)}, {int(H), int(Q)}, {int(2 * I), int(H)}, {int(H), int(I)},
+                                 {int(V), int(H)}};
+  for (const auto& rc : gemv_shapes) {
+    const GemvWorkspaceSize size = gemv_workspace_size(rc[0], rc[1]);
+    need.partial_floats = std::max(need.partial_floats, size.partial_floats);
+    need.num_counters = std::max(need.num_counters, size.num_counters);
+  }
+  gemv_partial_.resize(std::max<std::size_t>(need.partial_floats, 1) * sizeof(float));
+  gemv_counters_.resize(std::size_t(std::max(need.num_counters, 1)) * sizeof(unsigned));
+  LAZYSCOPE_CUDA_CHECK(cudaMemset(gemv_counters_.as<void>(), 0, gemv_counters_.bytes()));
+  gemv_workspace_ = GemvWorkspace{gemv_partial_.as<float>(), need.partial_floats, gemv_counters_.as<unsigned>(),
+                                  need.num_counters};
   const std::vector<float> inv = rope_inv_freq(shape.rope, shape.head_dim);
   inv_freq_.resize(inv.size() * sizeof(float));
   upload_f32(inv_freq_, inv.data(), inv.size());
@@ -164,6 +194,8 @@ void CudaBackend::allocate_pool(int num_blocks, int block_size) {
     throw Error("cuda backend: block size " + std::to_string(block_size) + " must divide " +
                 std::to_string(kPrefillTileKeys));
   }
+  LAZYSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  invalidate_graphs();
   num_blocks_ = num_blocks;
   block_size_ = block_size;
   const std::size_t bytes = std::size_t(shape_.num_layers) * layer_pool_elements() * 2;
@@ -174,8 +206,10 @@ void CudaBackend::allocate_pool(int num_blocks, int block_size) {
   LAZYSCOPE_CUDA_CHECK(cudaMemsetAsync(v_pool_.as<void>(), 0, bytes, stream_));
 }
 
+// Grows the step buffers; any reallocation drops the graphs (they hold the old addresses).
 void CudaBackend::ensure_workspace(int n, int rows_splits) {
   if (n > capacity_tokens_) {
+    invalidate_graphs();
     const std::size_t H = shape_.hidden_size, I = shape_.intermediate_size;
     const std::size_t Q = shape_.q_dim(), K = shape_.kv_dim();
     x_.resize(n * H * 4);
@@ -187,13 +221,23 @@ void CudaBackend::ensure_workspace(int n, int rows_splits) {
     capacity_tokens_ = n;
   }
   if (std::size_t(rows_splits) > partial_rows_splits_) {
+    invalidate_graphs();
     partial_o_.resize(std::size_t(rows_splits) * shape_.head_dim * 4);
     partial_ml_.resize(std::size_t(rows_splits) * 2 * 4);
     partial_rows_splits_ = rows_splits;
   }
-  if (logits_.bytes() == 0) {
+  if (logits_.bytes() != std::size_t(shape_.vocab_size) * 4) {
+    invalidate_graphs();
     logits_.resize(std::size_t(shape_.vocab_size) * 4);
+    if (host_logits_ != nullptr) LAZYSCOPE_CUDA_CHECK(cudaFreeHost(host_logits_));
+    host_logits_ = nullptr;
     LAZYSCOPE_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&host_logits_), std::size_t(shape_.vocab_size) * 4));
+  }
+  if (host_token_ == nullptr) {
+    LAZYSCOPE_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&host_token_), sizeof(int32_t)));
+    device_token_.resize(sizeof(int32_t));
+    argmax_scratch_.resize(2 * sizeof(unsigned long long));
+    LAZYSCOPE_CUDA_CHECK(cudaMemsetAsync(argmax_scratch_.as<void>(), 0, argmax_scratch_.bytes(), stream_));
   }
 }
 
@@ -202,7 +246,7 @@ void CudaBackend::gemm(const bf16_bits* x, const bf16_bits* w, int m, int n, int
                        bool accumulate) {
   if (m == 1 && k % 8 == 0) {
     // One token: a bandwidth-bound GEMV beats cuBLAS's choice on the narrower projections.
-    gemv_bf16(x, w, n, k, out, out_fp32, accumulate, stream_);
+    gemv_bf16(x, w, n, k, out, out_fp32, accumulate, stream_, &gemv_workspace_);
     return;
   }
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
@@ -211,7 +255,7 @@ void CudaBackend::gemm(const bf16_bits* x, const bf16_bits* w, int m, int n, int
                                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
-void CudaBackend::forward(const ForwardStep& step, std::vector<float>* logits) {
+void CudaBackend::validate_step(const ForwardStep& step) const {
   if (!loaded_ || num_blocks_ == 0) throw Error("cuda backend: forward before load and allocate_pool");
   const int n = int(step.tokens.size());
   if (n == 0) throw Error("forward: no tokens");
@@ -227,6 +271,223 @@ void CudaBackend::forward(const ForwardStep& step, std::vector<float>* logits) {
   for (const BlockRef& ref : step.table) {
     if (ref.block < 0 || ref.block >= num_blocks_) throw Error("forward: table block out of the pool");
   }
+}
+
+void CudaBackend::forward(const ForwardStep& step, std::vector<float>* logits) {
+  const bool want = step.want_logits && logits != nullptr;
+  run_step(step, want ? StepOutput::Logits : StepOutput::None, logits);
+}
+
+int32_t CudaBackend::forward_greedy(const ForwardStep& step) { return run_step(step, StepOutput::Greedy, nullptr); }
+
+int32_t CudaBackend::run_step(const ForwardStep& step, StepOutput output, std::vector<float>* logits) {
+  validate_step(step);
+  if (step.tokens.size() == 1) {
+    run_decode(step, output);
+  } else {
+    run_prefill(step, output);
+  }
+  if (output == StepOutput::None) return -1;
+  LAZYSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the one sync of a step: its result to the host
+  if (output == StepOutput::Greedy) return *host_token_;
+  logits->assign(host_logits_, host_logits_ + shape_.vocab_size);
+  return -1;
+}
+
+void CudaBackend::set_graphs_enabled(bool enabled) {
+  if (!enabled) {
+    LAZYSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    invalidate_graphs();
+  }
+  graphs_enabled_ = enabled;
+}
+
+void CudaBackend::invalidate_graphs() {
+  for (auto& [key, exec] : graphs_) {
+    if (exec != nullptr) LAZYSCOPE_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  }
+  graphs_.clear();
+}
+
+// Two pinned staging buffers alternate, so the host fills one while the stream may still be
+// reading the other; before reusing a buffer the host waits for the upload that last read it.
+unsigned char* CudaBackend::stage_meta(std::size_t bytes) {
+  meta_slot_ = 1 - meta_slot_;
+  LAZYSCOPE_CUDA_CHECK(cudaEventSynchronize(meta_uploaded_[meta_slot_]));
+  PinnedBuffer& staged = staged_meta_[meta_slot_];
+  if (bytes > staged.bytes()) staged.reserve(std::max<std::size_t>({bytes, 2 * staged.bytes(), 4096}));
+  return staged.as<unsigned char>();
+}
+
+void CudaBackend::upload_meta(std::size_t bytes) {
+  if (bytes > step_meta_.bytes()) {
+    // Kernels of earlier steps may still read the old buffer; graphs hold its address.
+    LAZYSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    invalidate_graphs();
+    step_meta_.resize(std::max<std::size_t>({bytes, 2 * step_meta_.bytes(), 1024}));
+  }
+  LAZYSCOPE_CUDA_CHECK(cudaMemcpyAsync(step_meta_.as<void>(), staged_meta_[meta_slot_].as<void>(), bytes,
+                                       cudaMemcpyHostToDevice, stream_));
+  LAZYSCOPE_CUDA_CHECK(cudaEventRecord(meta_uploaded_[meta_slot_], stream_));
+}
+
+// Fixed decode metadata layout, so a graph's kernels find every per-step value at one address:
+// [0] token, [4] position, [8] slot, [16] entry offsets {0, count}, [32] entries (KvEntry).
+namespace {
+constexpr std::size_t kDecodeTokenAt = 0, kDecodePositionAt = 4, kDecodeSlotAt = 8, kDecodeOffsetsAt = 16,
+                      kDecodeEntriesAt = 32;
+}  // namespace
+
+void CudaBackend::run_decode(const ForwardStep& step, StepOutput output) {
+  const int count = int(step.table.size());
+  if (count == 0) throw Error("forward: more new tokens than table entries");
+  const int splits = decode_num_splits(1, shape_.num_kv_heads, count, sm_count_);
+  ensure_workspace(1, shape_.num_heads * splits);
+  const std::size_t bytes = kDecodeEntriesAt + std::size_t(count) * sizeof(KvEntry);
+  unsigned char* meta = stage_meta(bytes);
+  std::memset(meta, 0, kDecodeEntriesAt);
+  std::memcpy(meta + kDecodeTokenAt, step.tokens.data(), 4);
+  std::memcpy(meta + kDecodePositionAt, step.positions.data(), 4);
+  std::memcpy(meta + kDecodeSlotAt, step.slots.data(), 4);
+  KvEntry* entries = reinterpret_cast<KvEntry*>(meta + kDecodeEntriesAt);
+  int key = 0;
+  for (int i = 0; i < count; ++i) {
+    const BlockRef& ref = step.table[i];
+    if (ref.valid < 1 || ref.valid > block_size_) {
+      throw Error("cuda attention: table entry " + std::to_string(i) + " (block " + std::to_string(ref.block) +
+                  ") has " + std::to_string(ref.valid) + " valid slots");
+    }
+    if (!step.lazy_rotation && ref.shift != 0) {
+      throw Error("cuda attention: shifted block " + std::to_string(ref.block) + " in a plain attention call");
+    }
+    entries[i] = KvEntry{ref.block, ref.shift, ref.valid, key};
+    key += ref.valid;
+  }
+  const int32_t offsets[2] = {0, count};
+  std::memcpy(meta + kDecodeOffsetsAt, offsets, sizeof(offsets));
+  upload_meta(bytes);
+
+  // Graphs need every GEMM on the GEMV path (cuBLAS would be captured with its own choices).
+  const int H = shape_.hidden_size, I = shape_.intermediate_size, Q = shape_.q_dim();
+  const bool graphable = graphs_enabled_ && H % 8 == 0 && I % 8 == 0 && Q % 8 == 0;
+  if (!graphable) {
+    enqueue_decode(splits, step.lazy_rotation, count, output);
+    return;
+  }
+  const auto key_of_graph = std::make_tuple(splits, step.lazy_rotation, int(output));
+  auto found = graphs_.find(key_of_graph);
+  if (found == graphs_.end()) {
+    cudaGraph_t graph = nullptr;
+    LAZYSCOPE_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    try {
+      enqueue_decode(splits, step.lazy_rotation, count, output);
+    } catch (...) {
+      cudaGraph_t partial = nullptr;
+      cudaStreamEndCapture(stream_, &partial);
+      if (partial != nullptr) cudaGraphDestroy(partial);
+      cudaGetLastError();
+      throw;
+    }
+    LAZYSCOPE_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t status = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    LAZYSCOPE_CUDA_CHECK(status);
+    found = graphs_.emplace(key_of_graph, exec).first;
+    ++graph_captures_;
+  }
+  LAZYSCOPE_CUDA_CHECK(cudaGraphLaunch(found->second, stream_));
+  ++graph_replays_;
+}
+
+void CudaBackend::enqueue_decode(int splits, bool lazy, int num_entries, StepOutput output) {
+  const int H = shape_.hidden_size, I = shape_.intermediate_size, Q = shape_.q_dim(), K = shape_.kv_dim();
+  const int D = shape_.head_dim;
+  const unsigned char* meta = step_meta_.as<unsigned char>();
+  const int32_t* d_tokens = reinterpret_cast<const int32_t*>(meta + kDecodeTokenAt);
+  const int32_t* d_positions = reinterpret_cast<const int32_t*>(meta + kDecodePositionAt);
+  const int32_t* d_slots = reinterpret_cast<const int32_t*>(meta + kDecodeSlotAt);
+  const int32_t* d_offsets = reinterpret_cast<const int32_t*>(meta + kDecodeOffsetsAt);
+  const KvEntry* d_entries = reinterpret_cast<const KvEntry*>(meta + kDecodeEntriesAt);
+  float* x = x_.as<float>();
+  bf16_bits* h = h_.as<bf16_bits>();
+  bf16_bits* qkv = qkv_.as<bf16_bits>();
+  bf16_bits* attn = attn_.as<bf16_bits>();
+  const int64_t qkv_stride = Q + 2 * K;
+  embedding(d_tokens, 1, embed_.as<bf16_bits>(), H, x, stream_);
+  for (int l = 0; l < shape_.num_layers; ++l) {
+    const LayerWeights& w = layers_[l];
+    bf16_bits* k_pool = k_pool_.as<bf16_bits>() + l * layer_pool_elements();
+    bf16_bits* v_pool = v_pool_.as<bf16_bits>() + l * layer_pool_elements();
+    rmsnorm(x, w.attn_norm.as<float>(), 1, H, shape_.rms_norm_eps, h, stream_);
+    gemm(h, w.wqkv.as<bf16_bits>(), 1, Q + 2 * K, H, qkv, false, false);
+    KvWriteParams kw;
+    kw.k = qkv + Q;
+    kw.v = qkv + Q + K;
+    kw.row_stride = qkv_stride;
+    kw.q = lazy ? nullptr : qkv;  // plain attention wants q rotated at its position
+    kw.q_row_stride = qkv_stride;
+    kw.num_heads = shape_.num_heads;
+    kw.positions = d_positions;
+    kw.slots = d_slots;
+    kw.n = 1;
+    kw.num_kv_heads = shape_.num_kv_heads;
+    kw.head_dim = D;
+    kw.block_size = block_size_;
+    kw.inv_freq = inv_freq_.as<float>();
+    kw.k_pool = k_pool;
+    kw.v_pool = v_pool;
+    kv_write(kw, stream_);
+    DecodeParams ap;
+    ap.q = qkv;
+    ap.q_row_stride = qkv_stride;
+    ap.q_positions = d_positions;
+    ap.k_pool = k_pool;
+    ap.v_pool = v_pool;
+    ap.entries = d_entries;
+    ap.seq_entry_offsets = d_offsets;
+    ap.batch = 1;
+    ap.max_entries = num_entries;  // host-side sizing only: the kernels read the table from d_offsets
+    ap.num_heads = shape_.num_heads;
+    ap.num_kv_heads = shape_.num_kv_heads;
+    ap.head_dim = D;
+    ap.block_size = block_size_;
+    ap.inv_freq = inv_freq_.as<float>();
+    ap.lazy = lazy;
+    ap.out = attn;
+    ap.num_splits = splits;
+    ap.partial_o = partial_o_.as<float>();
+    ap.partial_ml = partial_ml_.as<float>();
+    decode_attention(ap, stream_);
+    gemm(attn, w.wo.as<bf16_bits>(), 1, H, Q, x, true, true);  // x += attn @ wo^T
+    rmsnorm(x, w.mlp_norm.as<float>(), 1, H, shape_.rms_norm_eps, h, stream_);
+    gemm(h, w.w_gate_up.as<bf16_bits>(), 1, 2 * I, H, gate_up_.as<bf16_bits>(), false, false);
+    swiglu(gate_up_.as<bf16_bits>(), 1, I, act_.as<bf16_bits>(), stream_);
+    gemm(act_.as<bf16_bits>(), w.w_down.as<bf16_bits>(), 1, H, I, x, true, true);  // x += mlp
+  }
+  enqueue_head(1, output);
+}
+
+void CudaBackend::enqueue_head(int n, StepOutput output) {
+  if (output == StepOutput::None) return;
+  const int H = shape_.hidden_size;
+  bf16_bits* h = h_.as<bf16_bits>();
+  rmsnorm(x_.as<float>() + int64_t(n - 1) * H, final_norm_.as<float>(), 1, H, shape_.rms_norm_eps, h, stream_);
+  const bf16_bits* head = tied_ ? embed_.as<bf16_bits>() : lm_head_.as<bf16_bits>();
+  gemm(h, head, 1, shape_.vocab_size, H, logits_.as<float>(), true, false);
+  if (output == StepOutput::Logits) {
+    LAZYSCOPE_CUDA_CHECK(cudaMemcpyAsync(host_logits_, logits_.as<float>(), std::size_t(shape_.vocab_size) * 4,
+                                         cudaMemcpyDeviceToHost, stream_));
+    return;
+  }
+  argmax(logits_.as<float>(), shape_.vocab_size, device_token_.as<int32_t>(),
+         argmax_scratch_.as<unsigned long long>(), stream_);
+  LAZYSCOPE_CUDA_CHECK(
+      cudaMemcpyAsync(host_token_, device_token_.as<void>(), sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+}
+
+void CudaBackend::run_prefill(const ForwardStep& step, StepOutput output) {
+  const int n = int(step.tokens.size());
   AttentionPlan plan;
   append_sequence(plan, step.table, block_size_, step.lazy_rotation);
   const int total_keys = plan.seq_total_keys[0];
@@ -234,14 +495,12 @@ void CudaBackend::forward(const ForwardStep& step, std::vector<float>* logits) {
 
   const int H = shape_.hidden_size, I = shape_.intermediate_size, Q = shape_.q_dim(), K = shape_.kv_dim();
   const int D = shape_.head_dim;
-  const bool decode = n == 1;
-  const int splits = decode ? decode_num_splits(1, shape_.num_kv_heads, plan.max_entries, sm_count_)
-                            : prefill_num_splits(n, shape_.num_heads, shape_.num_kv_heads, int(plan.tiles.size()),
-                                                 sm_count_);
+  const int splits =
+      prefill_num_splits(n, shape_.num_heads, shape_.num_kv_heads, int(plan.tiles.size()), sm_count_);
   // Lazy prefill splits follow the shift runs (see lazy_split_ranges).
   std::vector<int32_t> ranges;
   int num_splits = splits;
-  if (!decode && step.lazy_rotation) {
+  if (step.lazy_rotation) {
     ranges = lazy_split_ranges(plan, 0, splits);
     num_splits = int(ranges.size() / 2);
   }
@@ -254,26 +513,22 @@ void CudaBackend::forward(const ForwardStep& step, std::vector<float>* logits) {
   const std::size_t slots_at = append_aligned(host_meta_, step.slots.data(), n);
   const std::size_t entries_at = append_aligned(host_meta_, plan.entries.data(), plan.entries.size());
   const std::size_t tiles_at = append_aligned(host_meta_, plan.tiles.data(), plan.tiles.size());
-  const std::size_t offsets_at =
-      append_aligned(host_meta_, plan.seq_entry_offsets.data(), plan.seq_entry_offsets.size());
   const std::size_t shifts_at = append_aligned(host_meta_, plan.distinct_shifts.data(), plan.distinct_shifts.size());
   const std::size_t tile_shift_at =
       append_aligned(host_meta_, plan.tile_shift_index.data(), plan.tile_shift_index.size());
   const std::size_t ranges_at = append_aligned(host_meta_, ranges.data(), ranges.size());
   const int num_shifts = int(plan.distinct_shifts.size());
-  if (!decode && step.lazy_rotation) {
+  if (step.lazy_rotation) {
     q_rotated_.reserve(lazy_query_workspace_elements(n, shape_.num_heads, shape_.head_dim, num_shifts) * 2);
   }
-  step_meta_.reserve(host_meta_.size());
-  LAZYSCOPE_CUDA_CHECK(
-      cudaMemcpyAsync(step_meta_.as<void>(), host_meta_.data(), host_meta_.size(), cudaMemcpyHostToDevice, stream_));
+  std::memcpy(stage_meta(host_meta_.size()), host_meta_.data(), host_meta_.size());
+  upload_meta(host_meta_.size());
   unsigned char* meta = step_meta_.as<unsigned char>();
   const int32_t* d_tokens = reinterpret_cast<const int32_t*>(meta + tokens_at);
   const int32_t* d_positions = reinterpret_cast<const int32_t*>(meta + positions_at);
   const int32_t* d_slots = reinterpret_cast<const int32_t*>(meta + slots_at);
   const KvEntry* d_entries = reinterpret_cast<const KvEntry*>(meta + entries_at);
   const KvTile* d_tiles = reinterpret_cast<const KvTile*>(meta + tiles_at);
-  const int32_t* d_offsets = reinterpret_cast<const int32_t*>(meta + offsets_at);
   const int32_t* d_shifts = reinterpret_cast<const int32_t*>(meta + shifts_at);
   const int32_t* d_tile_shift = reinterpret_cast<const int32_t*>(meta + tile_shift_at);
   const int32_t* d_ranges = reinterpret_cast<const int32_t*>(meta + ranges_at);
@@ -307,71 +562,40 @@ void CudaBackend::forward(const ForwardStep& step, std::vector<float>* logits) {
     kw.k_pool = k_pool;
     kw.v_pool = v_pool;
     kv_write(kw, stream_);
-    if (decode) {
-      DecodeParams ap;
-      ap.q = qkv;
-      ap.q_row_stride = qkv_stride;
-      ap.q_positions = d_positions;
-      ap.k_pool = k_pool;
-      ap.v_pool = v_pool;
-      ap.entries = d_entries;
-      ap.seq_entry_offsets = d_offsets;
-      ap.batch = 1;
-      ap.max_entries = plan.max_entries;
-      ap.num_heads = shape_.num_heads;
-      ap.num_kv_heads = shape_.num_kv_heads;
-      ap.head_dim = D;
-      ap.block_size = block_size_;
-      ap.inv_freq = inv_freq_.as<float>();
-      ap.lazy = step.lazy_rotation;
-      ap.out = attn;
-      ap.num_splits = splits;
-      ap.partial_o = partial_o_.as<float>();
-      ap.partial_ml = partial_ml_.as<float>();
-      decode_attention(ap, stream_);
-    } else {
-      PrefillParams ap;
-      ap.q = qkv;
-      ap.q_row_stride = qkv_stride;
-      ap.q_positions = d_positions;
-      ap.k_pool = k_pool;
-      ap.v_pool = v_pool;
-      ap.entries = d_entries;
-      ap.tiles = d_tiles;
-      ap.num_tiles = int(plan.tiles.size());
-      ap.n = n;
-      ap.prior = total_keys - n;
-      ap.num_heads = shape_.num_heads;
-      ap.num_kv_heads = shape_.num_kv_heads;
-      ap.head_dim = D;
-      ap.block_size = block_size_;
-      ap.inv_freq = inv_freq_.as<float>();
-      ap.lazy = step.lazy_rotation;
-      ap.shifts = d_shifts;
-      ap.tile_shift_index = d_tile_shift;
-      ap.num_shifts = num_shifts;
-      ap.q_rotated = step.lazy_rotation ? q_rotated_.as<bf16_bits>() : nullptr;
-      ap.split_ranges = step.lazy_rotation ? d_ranges : nullptr;
-      ap.out = attn;
-      ap.num_splits = num_splits;
-      ap.partial_o = partial_o_.as<float>();
-      ap.partial_ml = partial_ml_.as<float>();
-      prefill_attention(ap, stream_);
-    }
+    PrefillParams ap;
+    ap.q = qkv;
+    ap.q_row_stride = qkv_stride;
+    ap.q_positions = d_positions;
+    ap.k_pool = k_pool;
+    ap.v_pool = v_pool;
+    ap.entries = d_entries;
+    ap.tiles = d_tiles;
+    ap.num_tiles = int(plan.tiles.size());
+    ap.n = n;
+    ap.prior = total_keys - n;
+    ap.num_heads = shape_.num_heads;
+    ap.num_kv_heads = shape_.num_kv_heads;
+    ap.head_dim = D;
+    ap.block_size = block_size_;
+    ap.inv_freq = inv_freq_.as<float>();
+    ap.lazy = step.lazy_rotation;
+    ap.shifts = d_shifts;
+    ap.tile_shift_index = d_tile_shift;
+    ap.num_shifts = num_shifts;
+    ap.q_rotated = step.lazy_rotation ? q_rotated_.as<bf16_bits>() : nullptr;
+    ap.split_ranges = step.lazy_rotation ? d_ranges : nullptr;
+    ap.out = attn;
+    ap.num_splits = num_splits;
+    ap.partial_o = partial_o_.as<float>();
+    ap.partial_ml = partial_ml_.as<float>();
+    prefill_attention(ap, stream_);
     gemm(attn, w.wo.as<bf16_bits>(), n, H, Q, x, true, true);  // x += attn @ wo^T
     rmsnorm(x, w.mlp_norm.as<float>(), n, H, shape_.rms_norm_eps, h, stream_);
     gemm(h, w.w_gate_up.as<bf16_bits>(), n, 2 * I, H, gate_up_.as<bf16_bits>(), false, false);
     swiglu(gate_up_.as<bf16_bits>(), n, I, act_.as<bf16_bits>(), stream_);
     gemm(act_.as<bf16_bits>(), w.w_down.as<bf16_bits>(), n, H, I, x, true, true);  // x += mlp
   }
-  if (!step.want_logits || logits == nullptr) return;
-  rmsnorm(x + int64_t(n - 1) * H, final_norm_.as<float>(), 1, H, shape_.rms_norm_eps, h, stream_);
-  const bf16_bits* head = tied_ ? embed_.as<bf16_bits>() : lm_head_.as<bf16_bits>();
-  gemm(h, head, 1, shape_.vocab_size, H, logits_.as<float>(), true, false);
-  LAZYSCOPE_CUDA_CHECK(cudaMemcpyAsync(host_logits_, logits_.as<float>(), std::size_t(shape_.vocab_size) * 4,
-                                       cudaMemcpyDeviceToHost, stream_));
-  LAZYSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the one sync of a step: logits to the host
-  logits->assign(host_logits_, host_logits_ + shape_.vocab_size);
+  enqueue_head(n, output);
 }
 
 void CudaBackend::copy_blocks(std::span<const BlockCopy> copies) {

@@ -1,5 +1,6 @@
 #pragma once
-// Owning device allocation (cudaMalloc), grown on demand; C++17-clean.
+// Owning device (cudaMalloc) and pinned host (cudaMallocHost) allocations, grown on demand;
+// C++17-clean.
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -45,6 +46,37 @@ class DeviceBuffer {
     std::swap(data_, other.data_);
     std::swap(bytes_, other.bytes_);
   }
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// Page-locked host memory: async copies from/to it do not stage through a driver buffer, and
+// graph memcpy nodes may target it.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer() {
+    if (data_ != nullptr) cudaFreeHost(data_);
+  }
+  // Reallocates (contents lost) only when more bytes are needed; true when the address changed.
+  bool reserve(std::size_t bytes) {
+    if (bytes <= bytes_) return false;
+    if (data_ != nullptr) LAZYSCOPE_CUDA_CHECK(cudaFreeHost(data_));
+    data_ = nullptr;
+    bytes_ = 0;
+    LAZYSCOPE_CUDA_CHECK(cudaMallocHost(&data_, bytes));
+    bytes_ = bytes;
+    return true;
+  }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(data_);
+  }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
 };

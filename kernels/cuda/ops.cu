@@ -1,6 +1,7 @@
 // Embedding, RMSNorm, SwiGLU, random init and small utilities on the GPU.
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <string>
 
 #include "kernels/cuda/check.h"
@@ -75,14 +76,26 @@ __global__ void convert_kernel(const float* in, int64_t count, __nv_bfloat16* ou
   }
 }
 
-__global__ void argmax_kernel(const float* x, int n, int32_t* out) {
+// Order-preserving map of a float onto unsigned bits (larger float, larger key).
+__device__ __forceinline__ unsigned ordered_bits(float value) {
+  const unsigned bits = __float_as_uint(value);
+  return (bits & 0x80000000u) != 0 ? ~bits : bits | 0x80000000u;
+}
+
+// Grid-wide argmax: each CTA reduces its stride of x to one (value, index) key, atomicMax picks
+// the largest value and, among equal values, the smallest index (order-independent, so the
+// result is deterministic); the last CTA to arrive writes the index and re-zeroes the scratch.
+// NaN is never picked (as the CPU reference's strict `>` loop); all -inf or NaN gives index 0.
+__global__ void argmax_kernel(const float* x, int n, int32_t* out, unsigned long long* scratch) {
   __shared__ float best_value[32];
   __shared__ int best_index[32];
+  __shared__ bool is_last;
   float value = -INFINITY;
-  int index = 0x7fffffff;
-  for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    if (x[i] > value) {
-      value = x[i];
+  int index = n;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const float v = __ldcg(x + i);
+    if (v > value || (index == n && v == value)) {
+      value = v;
       index = i;
     }
   }
@@ -107,40 +120,82 @@ __global__ void argmax_kernel(const float* x, int n, int32_t* out) {
         index = best_index[w];
       }
     }
-    *out = index;
+    if (index < n) {
+      const unsigned long long key =
+          (static_cast<unsigned long long>(ordered_bits(value)) << 32) | (0xffffffffu - unsigned(index));
+      atomicMax(scratch, key);
+    }
+    __threadfence();
+    is_last = atomicAdd(scratch + 1, 1ull) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (is_last && threadIdx.x == 0) {
+    __threadfence();
+    const unsigned long long key = atomicExch(scratch, 0ull);
+    *out = key == 0 ? 0 : int32_t(0xffffffffu - unsigned(key & 0xffffffffull));
+    scratch[1] = 0;
   }
 }
 
-// Each warp owns kGemvRows rows; lanes stream 16-byte pieces of the rows (four in flight) and of x.
-constexpr int kGemvRows = 2, kGemvWarps = 8;
+// GEMV: a CTA of kGemvWarps warps owns kGemvRowsPerCta rows over one column split; each warp owns
+// kGemvRows of them. A lane streams 16-byte pieces: kGemvUnroll pieces per row per step, and the
+// next step's loads are issued before this step's FMAs, so up to 2 * kGemvRows * kGemvUnroll
+// loads stay in flight per lane. Split-K (narrow matrices) writes fp32 partials; the last CTA of
+// a row block to arrive sums them in split order (deterministic) and writes the output.
+constexpr int kGemvRows = 2, kGemvWarps = 8, kGemvUnroll = 4;
+constexpr int kGemvRowsPerCta = kGemvRows * kGemvWarps;
+constexpr int kGemvStepPieces = 32 * kGemvUnroll;  // pieces a warp covers per step
+constexpr int kGemvMaxSplits = 16;
 
-__global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const __nv_bfloat16* x, const __nv_bfloat16* w,
-                                                                int rows, int cols, void* out, bool out_fp32,
-                                                                bool accumulate) {
+__device__ __forceinline__ void gemv_store(void* out, int row, float value, bool out_fp32, bool accumulate) {
+  if (out_fp32) {
+    float* o = static_cast<float*>(out);
+    o[row] = accumulate ? o[row] + value : value;
+  } else {
+    __nv_bfloat16* o = static_cast<__nv_bfloat16*>(out);
+    o[row] = __float2bfloat16(accumulate ? __bfloat162float(o[row]) + value : value);
+  }
+}
+
+__global__ void __launch_bounds__(kGemvWarps * 32, 2)
+    gemv_kernel(const __nv_bfloat16* x, const __nv_bfloat16* w, int rows, int cols, void* out, bool out_fp32,
+                bool accumulate, int pieces_per_split, float* partial, unsigned* counters) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int row0 = (blockIdx.x * kGemvWarps + warp) * kGemvRows;
-  if (row0 >= rows) return;
-  float sum[kGemvRows] = {};
-  const uint4* x_vec = reinterpret_cast<const uint4*>(x);
+  const int split = blockIdx.y, splits = gridDim.y;
+  const int row0 = blockIdx.x * kGemvRowsPerCta + warp * kGemvRows;
   const int pieces = cols / 8;
-  int piece = lane;
-  for (; piece + 96 < pieces; piece += 128) {
-    uint4 xv[4], wv[kGemvRows][4];
+  const int begin = split * pieces_per_split;
+  const int end = min(pieces, begin + pieces_per_split);
+  const uint4* x_vec = reinterpret_cast<const uint4*>(x);
+  const uint4* w_rows[kGemvRows];
 #pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      xv[u] = __ldg(x_vec + piece + 32 * u);
+  for (int r = 0; r < kGemvRows; ++r) {
+    // Rows past the end re-read the last row (in bounds) and are never stored.
+    w_rows[r] = reinterpret_cast<const uint4*>(w + int64_t(min(row0 + r, rows - 1)) * cols);
+  }
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  uint4 x_cur[kGemvUnroll], w_cur[kGemvRows][kGemvUnroll];
+  auto load = [&](int base, uint4 (&xv)[kGemvUnroll], uint4 (&wv)[kGemvRows][kGemvUnroll]) {
 #pragma unroll
-      for (int r = 0; r < kGemvRows; ++r) {
-        const int row = min(row0 + r, rows - 1);
-        wv[r][u] = __ldcs(reinterpret_cast<const uint4*>(w + int64_t(row) * cols) + piece + 32 * u);
-      }
+    for (int u = 0; u < kGemvUnroll; ++u) {
+      const int piece = base + 32 * u;
+      const bool in = piece < end;
+      xv[u] = in ? __ldg(x_vec + piece) : zero;
+#pragma unroll
+      for (int r = 0; r < kGemvRows; ++r) wv[r][u] = in ? __ldcs(w_rows[r] + piece) : zero;
     }
+  };
+  float sum[kGemvRows] = {};
+  load(begin + lane, x_cur, w_cur);
+  for (int base = begin + lane; base < end; base += kGemvStepPieces) {
+    uint4 x_next[kGemvUnroll], w_next[kGemvRows][kGemvUnroll];
+    load(base + kGemvStepPieces, x_next, w_next);
 #pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      const __nv_bfloat162* xp = reinterpret_cast<const __nv_bfloat162*>(&xv[u]);
+    for (int u = 0; u < kGemvUnroll; ++u) {
+      const __nv_bfloat162* xp = reinterpret_cast<const __nv_bfloat162*>(&x_cur[u]);
 #pragma unroll
       for (int r = 0; r < kGemvRows; ++r) {
-        const __nv_bfloat162* wp = reinterpret_cast<const __nv_bfloat162*>(&wv[r][u]);
+        const __nv_bfloat162* wp = reinterpret_cast<const __nv_bfloat162*>(&w_cur[r][u]);
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
           const float2 a = __bfloat1622float2(xp[j]), b = __bfloat1622float2(wp[j]);
@@ -148,40 +203,74 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const __nv_bfloat
         }
       }
     }
-  }
-  for (; piece < pieces; piece += 32) {
-    const uint4 xv = __ldg(x_vec + piece);
-    const __nv_bfloat162* xp = reinterpret_cast<const __nv_bfloat162*>(&xv);
 #pragma unroll
-    for (int r = 0; r < kGemvRows; ++r) {
-      const int row = min(row0 + r, rows - 1);
-      const uint4 wv = __ldcs(reinterpret_cast<const uint4*>(w + int64_t(row) * cols) + piece);
-      const __nv_bfloat162* wp = reinterpret_cast<const __nv_bfloat162*>(&wv);
+    for (int u = 0; u < kGemvUnroll; ++u) {
+      x_cur[u] = x_next[u];
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const float2 a = __bfloat1622float2(xp[j]), b = __bfloat1622float2(wp[j]);
-        sum[r] = fmaf(a.x, b.x, fmaf(a.y, b.y, sum[r]));
-      }
+      for (int r = 0; r < kGemvRows; ++r) w_cur[r][u] = w_next[r][u];
     }
   }
 #pragma unroll
   for (int r = 0; r < kGemvRows; ++r) {
     for (int offset = 16; offset > 0; offset /= 2) sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], offset);
   }
+  if (splits == 1) {
+    if (lane == 0) {
+#pragma unroll
+      for (int r = 0; r < kGemvRows; ++r) {
+        if (row0 + r < rows) gemv_store(out, row0 + r, sum[r], out_fp32, accumulate);
+      }
+    }
+    return;
+  }
   if (lane == 0) {
 #pragma unroll
     for (int r = 0; r < kGemvRows; ++r) {
-      const int row = row0 + r;
-      if (row >= rows) break;
-      if (out_fp32) {
-        float* o = static_cast<float*>(out);
-        o[row] = accumulate ? o[row] + sum[r] : sum[r];
-      } else {
-        __nv_bfloat16* o = static_cast<__nv_bfloat16*>(out);
-        o[row] = __float2bfloat16(accumulate ? __bfloat162float(o[row]) + sum[r] : sum[r]);
-      }
+      if (row0 + r < rows) partial[int64_t(split) * rows + row0 + r] = sum[r];
     }
   }
+  // Threadfence-reduction: publish the partials, count arrivals; the last CTA reduces.
+  __shared__ bool is_last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) is_last = atomicAdd(&counters[blockIdx.x], 1u) == unsigned(splits - 1);
+  __syncthreads();
+  if (!is_last) return;
+  __threadfence();
+  const int cta_row0 = blockIdx.x * kGemvRowsPerCta;
+  for (int i = threadIdx.x; i < kGemvRowsPerCta; i += blockDim.x) {
+    const int row = cta_row0 + i;
+    if (row >= rows) break;
+    float total = 0.0f;
+    for (int s = 0; s < splits; ++s) total += __ldcg(partial + int64_t(s) * rows + row);
+    gemv_store(out, row, total, out_fp32, accumulate);
+  }
+  if (threadIdx.x == 0) counters[blockIdx.x] = 0;  // ready for the next call (and graph replay)
+}
+
+// Column splits for a one-token GEMM: enough CTAs for ~4 per SM, each split >= 2 warp steps.
+int gemv_splits_for(int rows, int cols, int sm_count) {
+  const int row_blocks = (rows + kGemvRowsPerCta - 1) / kGemvRowsPerCta;
+  const int pieces = cols / 8;
+  int splits = 1;
+  while (splits < kGemvMaxSplits && row_blocks * splits < 4 * sm_count &&
+         pieces / (2 * splits) >= 2 * kGemvStepPieces) {
+    splits *= 2;
+  }
+  return splits;
+}
+
+int cached_sm_count() {
+  static const int count = [] {
+    int device = 0, sms = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+      cudaGetLastError();
+      return 132;
+    }
+    return sms;
+  }();
+  return count;
 }
 
 int grid_for(int64_t count) {
@@ -222,18 +311,39 @@ void convert_to_bf16(const float* in, int64_t count, bf16_bits* out, cudaStream_
   LAZYSCOPE_CUDA_LAUNCH_CHECK();
 }
 
+int gemv_num_splits(int rows, int cols) { return gemv_splits_for(rows, cols, cached_sm_count()); }
+
+GemvWorkspaceSize gemv_workspace_size(int rows, int cols) {
+  const int splits = gemv_num_splits(rows, cols);
+  if (splits <= 1) return {};
+  return GemvWorkspaceSize{std::size_t(splits) * std::size_t(rows), (rows + kGemvRowsPerCta - 1) / kGemvRowsPerCta};
+}
+
 void gemv_bf16(const bf16_bits* x, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32, bool accumulate,
-               cudaStream_t stream) {
+               cudaStream_t stream, const GemvWorkspace* workspace) {
   if (cols % 8 != 0) throw Error("cuda gemv: cols " + std::to_string(cols) + " is not a multiple of 8");
-  const int rows_per_block = kGemvRows * kGemvWarps;
-  gemv_kernel<<<(rows + rows_per_block - 1) / rows_per_block, kGemvWarps * 32, 0, stream>>>(
+  if (rows <= 0 || cols <= 0) return;
+  const int row_blocks = (rows + kGemvRowsPerCta - 1) / kGemvRowsPerCta;
+  int splits = gemv_num_splits(rows, cols);
+  const GemvWorkspaceSize need = gemv_workspace_size(rows, cols);
+  if (workspace == nullptr || workspace->partial == nullptr || workspace->counters == nullptr ||
+      workspace->partial_floats < need.partial_floats || workspace->num_counters < need.num_counters) {
+    splits = 1;  // no room for partials: one pass over the columns
+  }
+  const int pieces = cols / 8;
+  const int pieces_per_split = (pieces + splits - 1) / splits;
+  gemv_kernel<<<dim3(row_blocks, splits), kGemvWarps * 32, 0, stream>>>(
       reinterpret_cast<const __nv_bfloat16*>(x), reinterpret_cast<const __nv_bfloat16*>(w), rows, cols, out, out_fp32,
-      accumulate);
+      accumulate, pieces_per_split, splits > 1 ? workspace->partial : nullptr,
+      splits > 1 ? workspace->counters : nullptr);
   LAZYSCOPE_CUDA_LAUNCH_CHECK();
 }
 
-void argmax(const float* x, int n, int32_t* out, cudaStream_t stream) {
-  argmax_kernel<<<1, 1024, 0, stream>>>(x, n, out);
+void argmax(const float* x, int n, int32_t* out, unsigned long long* scratch, cudaStream_t stream) {
+  if (n <= 0) throw Error("cuda argmax: empty input");
+  constexpr int kThreads = 256;
+  const int blocks = std::max(1, std::min(2 * cached_sm_count(), (n + kThreads * 8 - 1) / (kThreads * 8)));
+  argmax_kernel<<<blocks, kThreads, 0, stream>>>(x, n, out, scratch);
   LAZYSCOPE_CUDA_LAUNCH_CHECK();
 }
 

@@ -3,6 +3,7 @@
 // fp32 residual stream; C++17-clean for nvcc.
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/cuda/bf16_host.h"
@@ -21,11 +22,29 @@ void fill_random_bf16(bf16_bits* out, int64_t count, uint64_t seed, float scale,
 void fill_float(float* out, int64_t count, float value, cudaStream_t stream);
 // fp32 → bf16 on the device (weights upload).
 void convert_to_bf16(const float* in, int64_t count, bf16_bits* out, cudaStream_t stream);
+// Scratch for split-K GEMV: fp32 partials and per-row-block arrival counters (zeroed once at
+// allocation; every call leaves them zero again, so one workspace serves a whole stream).
+struct GemvWorkspace {
+  float* partial = nullptr;
+  std::size_t partial_floats = 0;
+  unsigned* counters = nullptr;
+  int num_counters = 0;
+};
+struct GemvWorkspaceSize {
+  std::size_t partial_floats = 0;
+  int num_counters = 0;
+};
+// Column splits gemv_bf16 uses for this shape on the current device (1: no workspace needed).
+int gemv_num_splits(int rows, int cols);
+GemvWorkspaceSize gemv_workspace_size(int rows, int cols);
 // One-token GEMM (GEMV): out[rows] (+)= w[rows, cols] @ x[cols], bf16 weights and input, fp32
 // accumulation; out is fp32 (accumulate adds to it) or bf16. cols must be a multiple of 8.
+// Narrow matrices split the columns over more CTAs when `workspace` is big enough (see above);
+// the result is deterministic either way.
 void gemv_bf16(const bf16_bits* x, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32, bool accumulate,
-               cudaStream_t stream);
-// Index of the largest value (first on ties), written to *out.
-void argmax(const float* x, int n, int32_t* out, cudaStream_t stream);
+               cudaStream_t stream, const GemvWorkspace* workspace = nullptr);
+// Index of the largest value (first on ties; NaN never wins), written to *out (device). `scratch`
+// is two zeroed 64-bit words of device memory, left zeroed again (one per stream at a time).
+void argmax(const float* x, int n, int32_t* out, unsigned long long* scratch, cudaStream_t stream);
 
 }  // namespace lazyscope::cuda

@@ -63,6 +63,60 @@ double decode_weight_bytes(const ModelShape& s) {
   return 2.0 * (per_layer * s.num_layers + double(s.vocab_size) * H);
 }
 
+namespace {
+
+// One decode step of a single sequence laid out contiguously from block 0.
+struct DecodeState {
+  std::vector<BlockRef> table;
+  int length = 0;
+  int32_t token = 1;
+};
+
+ForwardStep decode_step(DecodeState& state, std::vector<int32_t>& tokens, std::vector<int32_t>& positions,
+                        std::vector<int32_t>& slots) {
+  const int slot = state.length;
+  if (slot % kBlock == 0) state.table.push_back(BlockRef{slot / kBlock, 0, 0});
+  state.table.back().valid += 1;
+  tokens.assign(1, state.token);
+  positions.assign(1, state.length);
+  slots.assign(1, slot);
+  ForwardStep step;
+  step.tokens = tokens;
+  step.positions = positions;
+  step.slots = slots;
+  step.table = state.table;
+  return step;
+}
+
+enum class DecodeMode { GreedyGraph, GreedyStream, Logits };
+
+// Warm-up steps, then `steps` timed ones (host clock, each step ends with its token on the host);
+// returns ms per token and the tokens chosen.
+double time_decode(CudaBackend& backend, DecodeState state, DecodeMode mode, int steps, std::vector<int32_t>* chosen) {
+  backend.set_graphs_enabled(mode != DecodeMode::GreedyStream);
+  std::vector<int32_t> tokens, positions, slots;
+  std::vector<float> logits;
+  auto step_once = [&] {
+    ForwardStep step = decode_step(state, tokens, positions, slots);
+    if (mode == DecodeMode::Logits) {
+      step.want_logits = true;
+      backend.forward(step, &logits);
+      state.token = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    } else {
+      state.token = backend.forward_greedy(step);
+    }
+    ++state.length;
+    chosen->push_back(state.token);
+  };
+  constexpr int kWarmup = 3;
+  for (int i = 0; i < kWarmup; ++i) step_once();
+  const auto start = Clock::now();
+  for (int i = 0; i < steps; ++i) step_once();
+  return ms_since(start) / steps;
+}
+
+}  // namespace
+
 DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, int decode_steps) {
   const ModelShape shape = synthetic_model_shape(model);
   CudaBackend backend;
@@ -73,57 +127,51 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
   // Prefill (warm once into the second half of the pool, then time into the first).
   run_segment(backend, prefill_tokens, 0, blocks, {}, false, true, nullptr, 1, shape.vocab_size);
   std::vector<double> prefill_times;
-  std::vector<BlockRef> table;
+  DecodeState prompt;
   for (int r = 0; r < 3; ++r) {
     backend.synchronize();
     const auto start = Clock::now();
-    run_segment(backend, prefill_tokens, 0, 0, {}, false, true, &table, 1, shape.vocab_size);
+    run_segment(backend, prefill_tokens, 0, 0, {}, false, true, &prompt.table, 1, shape.vocab_size);
     prefill_times.push_back(ms_since(start));
   }
   result.prefill_tokens_per_second = prefill_tokens / (median(prefill_times) * 1e-3);
-  // Greedy decode, one token per step, logits read back each step.
-  std::vector<float> logits;
-  int length = prefill_tokens;
-  int32_t token = 1;
-  auto step_once = [&] {
-    const int slot = length;
-    if (slot % kBlock == 0) table.push_back(BlockRef{slot / kBlock, 0, 0});
-    table.back().valid += 1;
-    std::vector<int32_t> tokens{token}, positions{length}, slots{slot};
-    ForwardStep step;
-    step.tokens = tokens;
-    step.positions = positions;
-    step.slots = slots;
-    step.table = table;
-    step.want_logits = true;
-    backend.forward(step, &logits);
-    token = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
-    ++length;
-  };
-  for (int i = 0; i < 3; ++i) step_once();
-  const auto start = Clock::now();
-  for (int i = 0; i < decode_steps; ++i) step_once();
-  const double ms = ms_since(start);
-  result.decode_ms_per_token = ms / decode_steps;
-  result.decode_tokens_per_second = decode_steps / (ms * 1e-3);
-  // The same steps without reading logits back (the device-side cost of a step).
-  const auto start_quiet = Clock::now();
-  for (int i = 0; i < decode_steps; ++i) {
-    const int slot = length;
-    if (slot % kBlock == 0) table.push_back(BlockRef{slot / kBlock, 0, 0});
-    table.back().valid += 1;
-    std::vector<int32_t> tokens{token}, positions{length}, slots{slot};
-    ForwardStep step;
-    step.tokens = tokens;
-    step.positions = positions;
-    step.slots = slots;
-    step.table = table;
-    step.want_logits = false;
-    backend.forward(step, nullptr);
-    backend.synchronize();
-    ++length;
+  prompt.length = prefill_tokens;
+  // Each mode decodes from the same prompt and first token (rewriting the same slots).
+  std::vector<int32_t> graph_tokens, stream_tokens, logits_tokens;
+  // A first graph pass captures every launch signature the steps meet (split counts change
+  // with the table length); the timed pass replays them.
+  const int captures_before = backend.graph_captures();
+  time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &graph_tokens);
+  result.graph_captures = backend.graph_captures() - captures_before;
+  graph_tokens.clear();
+  result.greedy_graph_ms = time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &graph_tokens);
+  result.greedy_stream_ms = time_decode(backend, prompt, DecodeMode::GreedyStream, decode_steps, &stream_tokens);
+  result.logits_ms = time_decode(backend, prompt, DecodeMode::Logits, decode_steps, &logits_tokens);
+  result.tokens_match = graph_tokens == stream_tokens && graph_tokens == logits_tokens;
+  // Device time: graph steps queued back to back without reading anything (host runs ahead).
+  backend.set_graphs_enabled(true);
+  DecodeState state = prompt;
+  std::vector<int32_t> tokens, positions, slots;
+  for (int i = 0; i < 3; ++i) {
+    backend.forward(decode_step(state, tokens, positions, slots), nullptr);
+    ++state.length;
   }
-  result.decode_ms_per_token_no_readback = ms_since(start_quiet) / decode_steps;
+  cudaEvent_t start_event, stop_event;
+  LAZYSCOPE_CUDA_CHECK(cudaEventCreate(&start_event));
+  LAZYSCOPE_CUDA_CHECK(cudaEventCreate(&stop_event));
+  backend.synchronize();
+  LAZYSCOPE_CUDA_CHECK(cudaEventRecord(start_event, backend.stream()));
+  for (int i = 0; i < decode_steps; ++i) {
+    backend.forward(decode_step(state, tokens, positions, slots), nullptr);
+    ++state.length;
+  }
+  LAZYSCOPE_CUDA_CHECK(cudaEventRecord(stop_event, backend.stream()));
+  LAZYSCOPE_CUDA_CHECK(cudaEventSynchronize(stop_event));
+  float device_ms = 0.0f;
+  LAZYSCOPE_CUDA_CHECK(cudaEventElapsedTime(&device_ms, start_event, stop_event));
+  result.device_ms = double(device_ms) / decode_steps;
+  LAZYSCOPE_CUDA_CHECK(cudaEventDestroy(start_event));
+  LAZYSCOPE_CUDA_CHECK(cudaEventDestroy(stop_event));
   return result;
 }
 
@@ -133,13 +181,18 @@ double measure_gemv_gbs(int rows, int cols, bool custom) {
   const std::size_t weight_bytes = std::size_t(rows) * cols * 2;
   const int copies = int(std::max<std::size_t>(1, (std::size_t(256) << 20) / weight_bytes + 1));
   DeviceBuffer w(weight_bytes * copies), x(std::size_t(cols) * 2), out(std::size_t(rows) * 4);
+  const GemvWorkspaceSize need = gemv_workspace_size(rows, cols);
+  DeviceBuffer partial(std::max<std::size_t>(need.partial_floats, 1) * 4),
+      counters(std::size_t(std::max(need.num_counters, 1)) * 4);
+  LAZYSCOPE_CUDA_CHECK(cudaMemset(counters.as<void>(), 0, counters.bytes()));
+  const GemvWorkspace workspace{partial.as<float>(), need.partial_floats, counters.as<unsigned>(), need.num_counters};
   fill_random_bf16(w.as<bf16_bits>(), int64_t(weight_bytes / 2) * copies, 3, 0.02f, nullptr);
   fill_random_bf16(x.as<bf16_bits>(), cols, 4, 1.0f, nullptr);
   const float alpha = 1.0f, beta = 0.0f;
   auto call = [&](int i) {
     if (custom) {
       gemv_bf16(x.as<bf16_bits>(), w.as<bf16_bits>() + std::size_t(i % copies) * rows * cols, rows, cols,
-                out.as<float>(), true, false, nullptr);
+                out.as<float>(), true, false, nullptr, &workspace);
       return;
     }
     LAZYSCOPE_CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, rows, 1, cols, &alpha,
@@ -149,13 +202,22 @@ double measure_gemv_gbs(int rows, int cols, bool custom) {
   };
   for (int i = 0; i < 10; ++i) call(i);
   LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
+  // GPU events around 50 back-to-back calls (launch gaps included, host clock excluded).
+  cudaEvent_t start, stop;
+  LAZYSCOPE_CUDA_CHECK(cudaEventCreate(&start));
+  LAZYSCOPE_CUDA_CHECK(cudaEventCreate(&stop));
   std::vector<double> times;
-  for (int r = 0; r < 7; ++r) {
-    const auto start = Clock::now();
+  for (int r = 0; r < 9; ++r) {
+    LAZYSCOPE_CUDA_CHECK(cudaEventRecord(start, nullptr));
     for (int i = 0; i < 50; ++i) call(i);
-    LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
-    times.push_back(ms_since(start) / 50);
+    LAZYSCOPE_CUDA_CHECK(cudaEventRecord(stop, nullptr));
+    LAZYSCOPE_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0.0f;
+    LAZYSCOPE_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    times.push_back(double(ms) / 50);
   }
+  LAZYSCOPE_CUDA_CHECK(cudaEventDestroy(start));
+  LAZYSCOPE_CUDA_CHECK(cudaEventDestroy(stop));
   LAZYSCOPE_CUBLAS_CHECK(cublasDestroy(handle));
   return double(weight_bytes) / (median(times) * 1e-3) / 1e9;
 }
@@ -193,32 +255,90 @@ RagTtft measure_rag_ttft(const std::string& model, int docs, int doc_tokens, int
     }
   }
   const int start = docs * doc_tokens;
-  std::vector<double> none, lazy, materialized, copy, rotated;
-  for (int r = 0; r < repeats + 1; ++r) {
+  cudaStream_t stream = backend.stream();
+  cudaEvent_t begin_event, copied_event, end_event;
+  LAZYSCOPE_CUDA_CHECK(cudaEventCreate(&begin_event));
+  LAZYSCOPE_CUDA_CHECK(cudaEventCreate(&copied_event));
+  LAZYSCOPE_CUDA_CHECK(cudaEventCreate(&end_event));
+  auto gpu_ms = [](cudaEvent_t a, cudaEvent_t b) {
+    float ms = 0.0f;
+    LAZYSCOPE_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+    return double(ms);
+  };
+  // One policy's TTFT from an idle, synchronised GPU: host wall and GPU events of the same span.
+  enum Policy { kNone, kLazy, kMaterialized, kRotated, kPolicies };
+  std::vector<double> wall[kPolicies], gpu[kPolicies], copy_wall, copy_gpu;
+  auto run_policy = [&](int policy, bool record) {
     backend.synchronize();
-    auto t0 = Clock::now();
-    run_segment(backend, total_tokens, 0, none_base, {}, false, true, nullptr, 7, shape.vocab_size);
-    const double none_ms = ms_since(t0);
-    t0 = Clock::now();
-    run_segment(backend, query_tokens, start, query_base, lazy_table, true, true, nullptr, 8, shape.vocab_size);
-    const double lazy_ms = ms_since(t0);
-    t0 = Clock::now();
-    backend.copy_blocks(copies);
-    backend.synchronize();
-    const double copy_ms = ms_since(t0);
-    run_segment(backend, query_tokens, start, query_base, rotated_table, false, true, nullptr, 8, shape.vocab_size);
-    const double materialized_ms = ms_since(t0);
-    t0 = Clock::now();
-    run_segment(backend, query_tokens, start, query_base, rotated_table, false, true, nullptr, 8, shape.vocab_size);
-    const double rotated_ms = ms_since(t0);
-    if (r == 0) continue;  // warm-up
-    none.push_back(none_ms);
-    lazy.push_back(lazy_ms);
-    materialized.push_back(materialized_ms);
-    copy.push_back(copy_ms);
-    rotated.push_back(rotated_ms);
+    const auto t0 = Clock::now();
+    LAZYSCOPE_CUDA_CHECK(cudaEventRecord(begin_event, stream));
+    double copy_ms = 0.0;
+    switch (policy) {
+      case kNone:
+        run_segment(backend, total_tokens, 0, none_base, {}, false, true, nullptr, 7, shape.vocab_size);
+        break;
+      case kLazy:
+        run_segment(backend, query_tokens, start, query_base, lazy_table, true, true, nullptr, 8, shape.vocab_size);
+        break;
+      case kMaterialized:
+        backend.copy_blocks(copies);
+        LAZYSCOPE_CUDA_CHECK(cudaEventRecord(copied_event, stream));
+        backend.synchronize();  // the engine waits for the copy before it plans the prompt step
+        copy_ms = ms_since(t0);
+        run_segment(backend, query_tokens, start, query_base, rotated_table, false, true, nullptr, 8,
+                    shape.vocab_size);
+        break;
+      default:
+        run_segment(backend, query_tokens, start, query_base, rotated_table, false, true, nullptr, 8,
+                    shape.vocab_size);
+        break;
+    }
+    LAZYSCOPE_CUDA_CHECK(cudaEventRecord(end_event, stream));
+    LAZYSCOPE_CUDA_CHECK(cudaEventSynchronize(end_event));
+    const double wall_ms = ms_since(t0);
+    if (!record) return;
+    wall[policy].push_back(wall_ms);
+    gpu[policy].push_back(gpu_ms(begin_event, end_event));
+    if (policy == kMaterialized) {
+      copy_wall.push_back(copy_ms);
+      copy_gpu.push_back(gpu_ms(begin_event, copied_event));
+    }
+  };
+  // Rotated copies must exist before the first rotated run.
+  run_policy(kMaterialized, false);
+  for (int p = 0; p < kPolicies; ++p) run_policy(p, false);  // warm-up
+  for (int r = 0; r < repeats; ++r) {
+    for (int i = 0; i < kPolicies; ++i) run_policy((r + i) % kPolicies, true);  // rotating order
   }
-  return RagTtft{median(none), median(lazy), median(materialized), median(copy), median(rotated)};
+  // Host cost of a step: forward() without logits returns once everything is queued.
+  auto host_ms = [&](const std::vector<BlockRef>& table, bool lazy) {
+    std::vector<double> times;
+    for (int r = 0; r < repeats; ++r) {
+      backend.synchronize();
+      const auto t0 = Clock::now();
+      run_segment(backend, query_tokens, start, query_base, table, lazy, false, nullptr, 8, shape.vocab_size);
+      times.push_back(ms_since(t0));
+    }
+    backend.synchronize();
+    return median(times);
+  };
+  RagTtft result;
+  result.none_ms = median(wall[kNone]);
+  result.lazy_ms = median(wall[kLazy]);
+  result.materialized_ms = median(wall[kMaterialized]);
+  result.rotated_ms = median(wall[kRotated]);
+  result.copy_ms = median(copy_wall);
+  result.none_gpu_ms = median(gpu[kNone]);
+  result.lazy_gpu_ms = median(gpu[kLazy]);
+  result.materialized_gpu_ms = median(gpu[kMaterialized]);
+  result.rotated_gpu_ms = median(gpu[kRotated]);
+  result.copy_gpu_ms = median(copy_gpu);
+  result.lazy_host_ms = host_ms(lazy_table, true);
+  result.rotated_host_ms = host_ms(rotated_table, false);
+  LAZYSCOPE_CUDA_CHECK(cudaEventDestroy(begin_event));
+  LAZYSCOPE_CUDA_CHECK(cudaEventDestroy(copied_event));
+  LAZYSCOPE_CUDA_CHECK(cudaEventDestroy(end_event));
+  return result;
 }
 
 }  // namespace lazyscope::cuda

@@ -12,11 +12,16 @@ ModelShape synthetic_model_shape(const std::string& name);
 // bf16 bytes one decode step must read: every layer's weights and the LM head.
 double decode_weight_bytes(const ModelShape& shape);
 
+// Batch-1 greedy decode after a prompt; every mode starts from the same prompt and first token.
 struct DecodeThroughput {
-  double decode_tokens_per_second = 0;   // batch 1, logits read back every step
   double prefill_tokens_per_second = 0;  // one prompt of prefill_tokens
-  double decode_ms_per_token = 0;
-  double decode_ms_per_token_no_readback = 0;  // want_logits off, synchronised each step
+  double greedy_graph_ms = 0;    // ms/token: forward_greedy (device argmax, 4-byte readback), CUDA graphs
+  double greedy_stream_ms = 0;   // the same without graphs (every kernel launched from the host)
+  double logits_ms = 0;          // forward with the logits read back and argmax on the host (graphs on)
+  double device_ms = 0;          // GPU-event ms/token of graph steps queued back to back (no readback)
+  int graph_captures = 0;        // graphs instantiated by the greedy graph run
+  bool tokens_match = false;     // graph, stream and logits runs chose the same tokens
+  double tokens_per_second() const { return greedy_graph_ms > 0 ? 1000.0 / greedy_graph_ms : 0.0; }
 };
 
 // Achieved GB/s of a one-token bf16 GEMM (GEMV) out = x @ w^T, w [rows, cols], through cuBLAS or
@@ -25,13 +30,18 @@ double measure_gemv_gbs(int rows, int cols, bool custom);
 DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, int decode_steps);
 
 // Time to first token (logits of the last prompt token) of docs × doc_tokens cached documents plus
-// a query, in milliseconds (median of `repeats`).
+// a query, in milliseconds: medians over `repeats` rounds that run the policies in a rotating order
+// (so none is always measured right after the 10K-token prefill). *_ms: host wall time from a
+// synchronised start to the logits on the host (TTFT); *_gpu_ms: GPU-event time of the same span.
 struct RagTtft {
   double none_ms = 0;          // prefill every token
   double lazy_ms = 0;          // cached documents at encoding positions, query rotated per shift
   double materialized_ms = 0;  // copy + rotate the shifted documents' blocks, then plain attention
   double copy_ms = 0;          // the copy alone
   double rotated_ms = 0;       // plain attention over an already rotated cache (the ideal)
+  double none_gpu_ms = 0, lazy_gpu_ms = 0, materialized_gpu_ms = 0, copy_gpu_ms = 0, rotated_gpu_ms = 0;
+  double lazy_host_ms = 0;     // host time of forward() without logits: plan, upload, launches
+  double rotated_host_ms = 0;
 };
 RagTtft measure_rag_ttft(const std::string& model, int docs, int doc_tokens, int query_tokens, int repeats);
 

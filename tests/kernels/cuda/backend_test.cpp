@@ -219,6 +219,136 @@ TEST_P(BackendTest, LazyMatchesMaterializedEndToEnd) {
   }
 }
 
+// One decode step of the sequence in `table` (blocks hold it contiguously from block 0).
+ForwardStep next_step(std::vector<BlockRef>& table, int length, int block_size, int32_t token, bool lazy,
+                      std::vector<int32_t>& tokens, std::vector<int32_t>& positions, std::vector<int32_t>& slots) {
+  if (length % block_size == 0) table.push_back(BlockRef{length / block_size, 0, 0});
+  table.back().valid += 1;
+  tokens.assign(1, token);
+  positions.assign(1, length);
+  slots.assign(1, length);
+  ForwardStep step;
+  step.tokens = tokens;
+  step.positions = positions;
+  step.slots = slots;
+  step.table = table;
+  step.lazy_rotation = lazy;
+  return step;
+}
+
+int32_t host_argmax(const std::vector<float>& logits) {
+  return int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+// CUDA graphs change how the step is launched, never what it computes: over 100 decode steps
+// (block size 2, so the table crosses a block every other step and the split count changes every
+// 8 steps), switching lazy/plain and greedy/logits, with a longer prefill in the middle (the step
+// buffers are reallocated) and the table outgrowing the metadata buffer, graph and stream runs
+// give bitwise-equal logits and the same tokens; the device argmax equals the host argmax.
+TEST(CudaGraphTest, GraphStepsMatchStreamStepsExactly) {
+  LAZYSCOPE_REQUIRE_GPU();
+  const ModelShape shape = tiny_shape(64);
+  HostWeights w = random_weights(shape, 13);
+  CudaBackend graph, stream;
+  graph.set_graphs_enabled(true);
+  stream.set_graphs_enabled(false);
+  constexpr int kBlock = 2;
+  for (CudaBackend* b : {&graph, &stream}) {
+    b->load(shape, w.view);
+    b->allocate_pool(200, kBlock);
+  }
+  const std::vector<int32_t> prompt = random_tokens(45, shape.vocab_size, 31);
+  std::vector<float> graph_logits, stream_logits;
+  Segment seg = prefill(graph, prompt, 0, 0, kBlock, {}, false, &graph_logits);
+  prefill(stream, prompt, 0, 0, kBlock, {}, false, &stream_logits);
+  ASSERT_EQ(graph_logits, stream_logits) << "prefill";
+  std::vector<BlockRef> table = seg.blocks;
+  int length = int(prompt.size());
+  int32_t token = host_argmax(stream_logits);
+  std::vector<int32_t> tokens, positions, slots;
+  int greedy_checks = 0, logits_checks = 0;
+  for (int i = 0; i < 100; ++i) {
+    if (i == 50) {
+      // Another sequence's longer prefill (blocks 150..) grows the step buffers of both backends.
+      const std::vector<int32_t> other = random_tokens(48, shape.vocab_size, 32);
+      prefill(graph, other, 0, 150, kBlock, {}, false, nullptr);
+      prefill(stream, other, 0, 150, kBlock, {}, false, nullptr);
+    }
+    const bool lazy = (i / 7) % 2 == 1;
+    ForwardStep step = next_step(table, length, kBlock, token, lazy, tokens, positions, slots);
+    switch (i % 3) {
+      case 0: {  // graph greedy vs stream logits + host argmax
+        const int32_t g = graph.forward_greedy(step);
+        step.want_logits = true;
+        stream.forward(step, &stream_logits);
+        token = host_argmax(stream_logits);
+        EXPECT_EQ(g, token) << "step " << i;
+        ++greedy_checks;
+        break;
+      }
+      case 1: {  // greedy on both
+        const int32_t g = graph.forward_greedy(step);
+        token = stream.forward_greedy(step);
+        EXPECT_EQ(g, token) << "step " << i;
+        ++greedy_checks;
+        break;
+      }
+      default: {  // logits on both
+        step.want_logits = true;
+        graph.forward(step, &graph_logits);
+        stream.forward(step, &stream_logits);
+        EXPECT_EQ(graph_logits, stream_logits) << "step " << i;
+        token = host_argmax(stream_logits);
+        ++logits_checks;
+        break;
+      }
+    }
+    ++length;
+  }
+  EXPECT_EQ(greedy_checks + logits_checks, 100);
+  EXPECT_GT(graph.graph_replays(), 60) << "the graph backend should replay most steps";
+  EXPECT_LT(graph.graph_captures(), graph.graph_replays());
+  EXPECT_EQ(stream.graph_replays(), 0);
+  EXPECT_EQ(stream.graph_captures(), 0);
+}
+
+// forward_greedy on the GPU equals the CPU reference's greedy choice (or a near-tie) step by step.
+TEST(CudaGraphTest, GreedyMatchesCpuBackend) {
+  LAZYSCOPE_REQUIRE_GPU();
+  const ModelShape shape = tiny_shape(128);
+  HostWeights w = random_weights(shape, 17);
+  CpuBackend cpu(2);
+  CudaBackend gpu;
+  constexpr int kBlock = 16;
+  for (Backend* b : std::initializer_list<Backend*>{&cpu, &gpu}) {
+    b->load(shape, w.view);
+    b->allocate_pool(16, kBlock);
+  }
+  const std::vector<int32_t> prompt = random_tokens(30, shape.vocab_size, 41);
+  std::vector<float> cpu_logits;
+  Segment seg = prefill(cpu, prompt, 0, 0, kBlock, {}, false, &cpu_logits);
+  prefill(gpu, prompt, 0, 0, kBlock, {}, false, nullptr);
+  std::vector<BlockRef> table = seg.blocks;
+  std::vector<int32_t> tokens, positions, slots;
+  int32_t token = host_argmax(cpu_logits);
+  for (int i = 0; i < 12; ++i) {
+    ForwardStep step = next_step(table, 30 + i, kBlock, token, i % 2 == 1, tokens, positions, slots);
+    const int32_t gpu_token = gpu.forward_greedy(step);
+    const int32_t cpu_token = cpu.forward_greedy(step);
+    step.want_logits = true;
+    cpu.forward(step, &cpu_logits);  // rewrites the same slot with the same K/V
+    std::vector<float> sorted = cpu_logits;
+    std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
+    EXPECT_EQ(cpu_token, host_argmax(cpu_logits)) << "CPU default forward_greedy, step " << i;
+    if (gpu_token != cpu_token) {
+      EXPECT_LT(sorted[0] - sorted[1], 0.05f) << "step " << i << ": GPU " << gpu_token << " vs CPU " << cpu_token;
+      break;  // continuations legitimately diverge after a near-tie
+    }
+    token = cpu_token;
+  }
+  EXPECT_GT(gpu.graph_replays(), 0);
+}
+
 TEST(CudaEntryTest, DeviceCountNeverThrows) {
   EXPECT_NO_THROW({
     const int count = device_count();

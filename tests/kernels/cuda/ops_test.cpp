@@ -1,7 +1,10 @@
 // GPU Llama ops against straightforward CPU arithmetic.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "gpu_test_util.h"
@@ -15,11 +18,32 @@ using test::relative_error;
 using test::upload;
 using test::upload_as_bf16;
 
+// A split-K workspace sized for (rows, cols), counters zeroed as the backend does.
+struct TestGemvWorkspace {
+  DeviceBuffer partial, counters;
+  GemvWorkspace view;
+  TestGemvWorkspace(int rows, int cols) {
+    const GemvWorkspaceSize need = gemv_workspace_size(rows, cols);
+    partial.resize(std::max<std::size_t>(need.partial_floats, 1) * sizeof(float));
+    counters.resize(std::size_t(std::max(need.num_counters, 1)) * sizeof(unsigned));
+    LAZYSCOPE_CUDA_CHECK(cudaMemset(counters.as<void>(), 0, counters.bytes()));
+    view = GemvWorkspace{partial.as<float>(), need.partial_floats, counters.as<unsigned>(), need.num_counters};
+  }
+};
+
+std::vector<float> download_f32(const DeviceBuffer& buffer, int count) {
+  std::vector<float> out(count);
+  LAZYSCOPE_CUDA_CHECK(cudaMemcpy(out.data(), buffer.as<void>(), count * sizeof(float), cudaMemcpyDeviceToHost));
+  return out;
+}
+
+// Every column count exercises a different path: 4136 the unrolled steps plus a partial one
+// (2 splits), 8 a single piece, 1024 exact steps, 16384 eight splits; 301 rows leave a partial
+// row block. Each runs one pass (no workspace) and split-K (workspace), fp32 with accumulation.
 TEST(GemvTest, MatchesCpuForWideAndNarrowRowsWithAccumulation) {
   LAZYSCOPE_REQUIRE_GPU();
   std::mt19937 rng(5);
-  // 4136 columns: the four-piece unrolled loop plus a tail; 8 columns: the tail alone.
-  for (int cols : {4136, 8, 1024}) {
+  for (int cols : {4136, 8, 1024, 16384}) {
     const int rows = 301;
     const std::vector<float> w = random_bf16_values(std::size_t(rows) * cols, rng, 0.05f);
     const std::vector<float> x = random_bf16_values(cols, rng);
@@ -30,13 +54,92 @@ TEST(GemvTest, MatchesCpuForWideAndNarrowRowsWithAccumulation) {
       for (int c = 0; c < cols; ++c) sum += double(w[std::size_t(r) * cols + c]) * x[c];
       expected[r] = float(sum) + base[r];
     }
-    DeviceBuffer d_w = upload_as_bf16(w), d_x = upload_as_bf16(x), d_out = upload(base);
-    gemv_bf16(d_x.as<bf16_bits>(), d_w.as<bf16_bits>(), rows, cols, d_out.as<float>(), true, true, nullptr);
-    LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
-    std::vector<float> out(rows);
-    LAZYSCOPE_CUDA_CHECK(cudaMemcpy(out.data(), d_out.as<void>(), rows * sizeof(float), cudaMemcpyDeviceToHost));
-    EXPECT_LT(relative_error(out, expected), 1e-5) << "cols " << cols;
+    DeviceBuffer d_w = upload_as_bf16(w), d_x = upload_as_bf16(x);
+    TestGemvWorkspace workspace(rows, cols);
+    for (bool split : {false, true}) {
+      DeviceBuffer d_out = upload(base);
+      gemv_bf16(d_x.as<bf16_bits>(), d_w.as<bf16_bits>(), rows, cols, d_out.as<float>(), true, true, nullptr,
+                split ? &workspace.view : nullptr);
+      LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
+      EXPECT_LT(relative_error(download_f32(d_out, rows), expected), 1e-5)
+          << "cols " << cols << (split ? ", split-K (" + std::to_string(gemv_num_splits(rows, cols)) + ")" : "");
+    }
   }
+}
+
+// Split-K leaves its counters at zero: repeated calls (as a graph replays them) give identical
+// results, also into a bf16 output with and without accumulation.
+TEST(GemvTest, SplitKIsRepeatableAndWritesBf16) {
+  LAZYSCOPE_REQUIRE_GPU();
+  std::mt19937 rng(9);
+  const int rows = 77, cols = 16384;
+  ASSERT_GT(gemv_num_splits(rows, cols), 1) << "this shape should split";
+  const std::vector<float> w = random_bf16_values(std::size_t(rows) * cols, rng, 0.05f);
+  const std::vector<float> x = random_bf16_values(cols, rng);
+  const std::vector<float> base = random_bf16_values(rows, rng);
+  DeviceBuffer d_w = upload_as_bf16(w), d_x = upload_as_bf16(x);
+  TestGemvWorkspace workspace(rows, cols);
+  std::vector<float> expected(rows);
+  for (int r = 0; r < rows; ++r) {
+    double sum = 0.0;
+    for (int c = 0; c < cols; ++c) sum += double(w[std::size_t(r) * cols + c]) * x[c];
+    expected[r] = float(sum);
+  }
+  DeviceBuffer d_out(rows * sizeof(float));
+  std::vector<float> first;
+  for (int call = 0; call < 3; ++call) {
+    gemv_bf16(d_x.as<bf16_bits>(), d_w.as<bf16_bits>(), rows, cols, d_out.as<float>(), true, false, nullptr,
+              &workspace.view);
+    LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
+    const std::vector<float> out = download_f32(d_out, rows);
+    EXPECT_LT(relative_error(out, expected), 1e-5) << "call " << call;
+    if (call == 0) first = out;
+    EXPECT_EQ(out, first) << "call " << call << " differs from the first";
+  }
+  std::vector<unsigned> counters(workspace.view.num_counters);
+  LAZYSCOPE_CUDA_CHECK(cudaMemcpy(counters.data(), workspace.counters.as<void>(), counters.size() * sizeof(unsigned),
+                                  cudaMemcpyDeviceToHost));
+  for (unsigned c : counters) EXPECT_EQ(c, 0u);
+  // bf16 output: plain, then accumulated onto a bf16 base.
+  DeviceBuffer d_bf16 = upload_as_bf16(base);
+  gemv_bf16(d_x.as<bf16_bits>(), d_w.as<bf16_bits>(), rows, cols, d_bf16.as<bf16_bits>(), false, true, nullptr,
+            &workspace.view);
+  LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> expected_acc(rows);
+  for (int r = 0; r < rows; ++r) expected_acc[r] = expected[r] + base[r];
+  EXPECT_LT(relative_error(test::download_bf16(d_bf16, rows), expected_acc), 1e-2);
+}
+
+int32_t device_argmax(const std::vector<float>& values, DeviceBuffer& scratch) {
+  DeviceBuffer d_x = upload(values), d_out(sizeof(int32_t));
+  argmax(d_x.as<float>(), int(values.size()), d_out.as<int32_t>(), scratch.as<unsigned long long>(), nullptr);
+  int32_t index = -1;
+  LAZYSCOPE_CUDA_CHECK(cudaMemcpy(&index, d_out.as<void>(), sizeof(index), cudaMemcpyDeviceToHost));
+  return index;
+}
+
+// Largest value, first index on ties (across CTAs too), NaN skipped; the scratch stays reusable.
+TEST(ArgmaxTest, FirstLargestAcrossBlocksAndRepeatedCalls) {
+  LAZYSCOPE_REQUIRE_GPU();
+  DeviceBuffer scratch(2 * sizeof(unsigned long long));
+  LAZYSCOPE_CUDA_CHECK(cudaMemset(scratch.as<void>(), 0, scratch.bytes()));
+  std::mt19937 rng(3);
+  std::vector<float> logits = random_bf16_values(128256, rng);
+  logits[90001] = 7.5f;
+  logits[100000] = 7.5f;  // a tie in a later CTA
+  logits[5] = 7.5f;       // ... and an earlier one: the first wins
+  EXPECT_EQ(device_argmax(logits, scratch), 5);
+  logits[5] = 0.0f;
+  EXPECT_EQ(device_argmax(logits, scratch), 90001);
+  logits[77] = NAN;
+  EXPECT_EQ(device_argmax(logits, scratch), 90001);
+  logits[128255] = 9.0f;
+  EXPECT_EQ(device_argmax(logits, scratch), 128255);
+  EXPECT_EQ(device_argmax({-1.0f}, scratch), 0);
+  EXPECT_EQ(device_argmax(std::vector<float>(1000, -INFINITY), scratch), 0);
+  std::vector<float> negative(3000, -2.0f);
+  negative[2999] = -1.0f;
+  EXPECT_EQ(device_argmax(negative, scratch), 2999);
 }
 
 }  // namespace
