@@ -48,6 +48,8 @@ CudaBackend::CudaBackend() {
   }
   const char* env = std::getenv("LAZYSCOPE_CUDA_GRAPHS");
   graphs_enabled_ = env == nullptr || std::string(env) != "0";
+  const char* fuse = std::getenv("LAZYSCOPE_CUDA_FUSE");
+  fused_decode_ = fuse == nullptr || std::string(fuse) != "0";
 }
 
 CudaBackend::~CudaBackend() {
@@ -102,6 +104,7 @@ void CudaBackend::allocate_weights(const ModelShape& shape) {
   LAZYSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
   invalidate_graphs();
   shape_ = shape;
+  gemv_ok_ = shape.hidden_size % 8 == 0 && shape.q_dim() % 8 == 0 && shape.intermediate_size % 8 == 0;
   const std::size_t H = shape.hidden_size, V = shape.vocab_size, I = shape.intermediate_size;
   const std::size_t Q = shape.q_dim(), K = shape.kv_dim();
   embed_.resize(V * H * 2);
@@ -302,6 +305,12 @@ void CudaBackend::set_graphs_enabled(bool enabled) {
   graphs_enabled_ = enabled;
 }
 
+void CudaBackend::set_fused_decode(bool enabled) {
+  LAZYSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  invalidate_graphs();  // the graphs hold the other variant's launches
+  fused_decode_ = enabled;
+}
+
 void CudaBackend::invalidate_graphs() {
   for (auto& [key, exec] : graphs_) {
     if (exec != nullptr) LAZYSCOPE_CUDA_CHECK(cudaGraphExecDestroy(exec));
@@ -368,9 +377,7 @@ void CudaBackend::run_decode(const ForwardStep& step, StepOutput output) {
   upload_meta(bytes);
 
   // Graphs need every GEMM on the GEMV path (cuBLAS would be captured with its own choices).
-  const int H = shape_.hidden_size, I = shape_.intermediate_size, Q = shape_.q_dim();
-  const bool graphable = graphs_enabled_ && H % 8 == 0 && I % 8 == 0 && Q % 8 == 0;
-  if (!graphable) {
+  if (!graphs_enabled_ || !gemv_ok_) {
     enqueue_decode(splits, step.lazy_rotation, count, output);
     return;
   }
@@ -414,13 +421,19 @@ void CudaBackend::enqueue_decode(int splits, bool lazy, int num_entries, StepOut
   bf16_bits* qkv = qkv_.as<bf16_bits>();
   bf16_bits* attn = attn_.as<bf16_bits>();
   const int64_t qkv_stride = Q + 2 * K;
+  const bool fused = fused_decode_ && gemv_ok_;
   embedding(d_tokens, 1, embed_.as<bf16_bits>(), H, x, stream_);
   for (int l = 0; l < shape_.num_layers; ++l) {
     const LayerWeights& w = layers_[l];
     bf16_bits* k_pool = k_pool_.as<bf16_bits>() + l * layer_pool_elements();
     bf16_bits* v_pool = v_pool_.as<bf16_bits>() + l * layer_pool_elements();
-    rmsnorm(x, w.attn_norm.as<float>(), 1, H, shape_.rms_norm_eps, h, stream_);
-    gemm(h, w.wqkv.as<bf16_bits>(), 1, Q + 2 * K, H, qkv, false, false);
+    if (fused) {
+      gemv_rmsnorm_bf16(x, w.attn_norm.as<float>(), shape_.rms_norm_eps, w.wqkv.as<bf16_bits>(), Q + 2 * K, H, qkv,
+                        false, false, stream_, &gemv_workspace_, h);
+    } else {
+      rmsnorm(x, w.attn_norm.as<float>(), 1, H, shape_.rms_norm_eps, h, stream_);
+      gemm(h, w.wqkv.as<bf16_bits>(), 1, Q + 2 * K, H, qkv, false, false);
+    }
     KvWriteParams kw;
     kw.k = qkv + Q;
     kw.v = qkv + Q + K;
@@ -460,6 +473,13 @@ void CudaBackend::enqueue_decode(int splits, bool lazy, int num_entries, StepOut
     ap.partial_ml = partial_ml_.as<float>();
     decode_attention(ap, stream_);
     gemm(attn, w.wo.as<bf16_bits>(), 1, H, Q, x, true, true);  // x += attn @ wo^T
+    if (fused) {
+      gemv_rmsnorm_bf16(x, w.mlp_norm.as<float>(), shape_.rms_norm_eps, w.w_gate_up.as<bf16_bits>(), 2 * I, H,
+                        gate_up_.as<bf16_bits>(), false, false, stream_, &gemv_workspace_, h);
+      gemv_swiglu_bf16(gate_up_.as<bf16_bits>(), w.w_down.as<bf16_bits>(), H, I, x, true, true, stream_,
+                       &gemv_workspace_, act_.as<bf16_bits>());  // x += mlp
+      continue;
+    }
     rmsnorm(x, w.mlp_norm.as<float>(), 1, H, shape_.rms_norm_eps, h, stream_);
     gemm(h, w.w_gate_up.as<bf16_bits>(), 1, 2 * I, H, gate_up_.as<bf16_bits>(), false, false);
     swiglu(gate_up_.as<bf16_bits>(), 1, I, act_.as<bf16_bits>(), stream_);
@@ -472,9 +492,15 @@ void CudaBackend::enqueue_head(int n, StepOutput output) {
   if (output == StepOutput::None) return;
   const int H = shape_.hidden_size;
   bf16_bits* h = h_.as<bf16_bits>();
-  rmsnorm(x_.as<float>() + int64_t(n - 1) * H, final_norm_.as<float>(), 1, H, shape_.rms_norm_eps, h, stream_);
+  const float* last = x_.as<float>() + int64_t(n - 1) * H;
   const bf16_bits* head = tied_ ? embed_.as<bf16_bits>() : lm_head_.as<bf16_bits>();
-  gemm(h, head, 1, shape_.vocab_size, H, logits_.as<float>(), true, false);
+  if (fused_decode_ && gemv_ok_) {
+    gemv_rmsnorm_bf16(last, final_norm_.as<float>(), shape_.rms_norm_eps, head, shape_.vocab_size, H,
+                      logits_.as<float>(), true, false, stream_, &gemv_workspace_, h);
+  } else {
+    rmsnorm(last, final_norm_.as<float>(), 1, H, shape_.rms_norm_eps, h, stream_);
+    gemm(h, head, 1, shape_.vocab_size, H, logits_.as<float>(), true, false);
+  }
   if (output == StepOutput::Logits) {
     LAZYSCOPE_CUDA_CHECK(cudaMemcpyAsync(host_logits_, logits_.as<float>(), std::size_t(shape_.vocab_size) * 4,
                                          cudaMemcpyDeviceToHost, stream_));

@@ -38,6 +38,10 @@ class CudaBackend final : public Backend {
   // CUDA graphs for one-token steps: on unless LAZYSCOPE_CUDA_GRAPHS=0 in the environment.
   void set_graphs_enabled(bool enabled);
   bool graphs_enabled() const { return graphs_enabled_; }
+  // One-token steps fold RMSNorm and SwiGLU into the GEMVs' input staging (3 fewer launches a
+  // layer): on unless LAZYSCOPE_CUDA_FUSE=0.
+  void set_fused_decode(bool enabled);
+  bool fused_decode() const { return fused_decode_; }
   int graph_captures() const { return graph_captures_; }  // graphs instantiated so far
   int graph_replays() const { return graph_replays_; }    // steps run from a graph
 
@@ -101,6 +105,8 @@ class CudaBackend final : public Backend {
   // any reallocation clears them.
   std::map<std::tuple<int, bool, int>, cudaGraphExec_t> graphs_;
   bool graphs_enabled_ = true;
+  bool fused_decode_ = true;
+  bool gemv_ok_ = false;  // every decode GEMM can take the GEMV path (hidden, q and mlp widths % 8)
   int graph_captures_ = 0, graph_replays_ = 0;
 };
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/device_util.cuh"
 #include "kernels/error.h"
 #include "kernels/cuda/ops.h"
 
@@ -157,16 +158,75 @@ __device__ __forceinline__ void gemv_store(void* out, int row, float value, bool
   }
 }
 
+// What a GEMV CTA multiplies by: a bf16 vector, or one it builds in shared memory for its column
+// range from the residual (RMSNorm) or from [gate | up] (SwiGLU), exactly as rmsnorm_kernel and
+// swiglu_kernel round them, so the norm/activation launches disappear from the decode step.
+enum GemvInputMode : int { kInputBf16 = 0, kInputRmsNorm = 1, kInputSwiGlu = 2 };
+
+struct GemvInput {
+  const __nv_bfloat16* x = nullptr;    // kInputBf16: [cols]; kInputSwiGlu: gate_up [2 * cols]
+  const float* x_f32 = nullptr;        // kInputRmsNorm: the fp32 residual row [cols]
+  const float* norm_weight = nullptr;  // kInputRmsNorm: [cols]
+  float eps = 0.0f;
+};
+
+// Fills stage[0, end - begin) with the input pieces [begin, end); every thread of the CTA calls it.
+template <int MODE>
+__device__ __forceinline__ void gemv_stage_input(const GemvInput& in, int cols, int begin, int end, uint4* stage,
+                                                 float* scratch) {
+  if constexpr (MODE == kInputRmsNorm) {
+    const float4* xf = reinterpret_cast<const float4*>(in.x_f32);
+    const float4* wf = reinterpret_cast<const float4*>(in.norm_weight);
+    float sum = 0.0f;
+    for (int i = threadIdx.x; i < cols / 4; i += blockDim.x) {
+      const float4 v = xf[i];
+      sum += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+    }
+    for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+    if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = sum;
+    __syncthreads();
+    float total = 0.0f;
+    for (int w = 0; w < int(blockDim.x / 32); ++w) total += scratch[w];
+    const float inv = rsqrtf(total / float(cols) + in.eps);
+    for (int p = begin + threadIdx.x; p < end; p += blockDim.x) {
+      const float4 a = xf[2 * p], b = xf[2 * p + 1], ga = wf[2 * p], gb = wf[2 * p + 1];
+      uint4 packed;
+      packed.x = detail::pack_bf16x2(a.x * inv * ga.x, a.y * inv * ga.y);
+      packed.y = detail::pack_bf16x2(a.z * inv * ga.z, a.w * inv * ga.w);
+      packed.z = detail::pack_bf16x2(b.x * inv * gb.x, b.y * inv * gb.y);
+      packed.w = detail::pack_bf16x2(b.z * inv * gb.z, b.w * inv * gb.w);
+      stage[p - begin] = packed;
+    }
+  } else if constexpr (MODE == kInputSwiGlu) {
+    const uint4* gate_up = reinterpret_cast<const uint4*>(in.x);
+    const int pieces = cols / 8;
+    for (int p = begin + threadIdx.x; p < end; p += blockDim.x) {
+      float gate[8], up[8];
+      detail::unpack8(gate_up[p], gate);
+      detail::unpack8(gate_up[pieces + p], up);
+      float act[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) act[j] = gate[j] / (1.0f + expf(-gate[j])) * up[j];
+      stage[p - begin] = make_uint4(detail::pack_bf16x2(act[0], act[1]), detail::pack_bf16x2(act[2], act[3]),
+                                    detail::pack_bf16x2(act[4], act[5]), detail::pack_bf16x2(act[6], act[7]));
+    }
+  }
+}
+
+template <int MODE>
 __global__ void __launch_bounds__(kGemvWarps * 32, 2)
-    gemv_kernel(const __nv_bfloat16* x, const __nv_bfloat16* w, int rows, int cols, void* out, bool out_fp32,
+    gemv_kernel(GemvInput in, const __nv_bfloat16* w, int rows, int cols, void* out, bool out_fp32,
                 bool accumulate, int pieces_per_split, float* partial, unsigned* counters) {
+  extern __shared__ uint4 x_stage[];  // MODE != kInputBf16: this split's input pieces
+  __shared__ float norm_scratch[kGemvWarps];
+  __shared__ bool is_last;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int split = blockIdx.y, splits = gridDim.y;
   const int row0 = blockIdx.x * kGemvRowsPerCta + warp * kGemvRows;
   const int pieces = cols / 8;
   const int begin = split * pieces_per_split;
   const int end = min(pieces, begin + pieces_per_split);
-  const uint4* x_vec = reinterpret_cast<const uint4*>(x);
+  const uint4* x_vec = reinterpret_cast<const uint4*>(in.x);
   const uint4* w_rows[kGemvRows];
 #pragma unroll
   for (int r = 0; r < kGemvRows; ++r) {
@@ -174,22 +234,37 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 2)
     w_rows[r] = reinterpret_cast<const uint4*>(w + int64_t(min(row0 + r, rows - 1)) * cols);
   }
   const uint4 zero = make_uint4(0, 0, 0, 0);
-  uint4 x_cur[kGemvUnroll], w_cur[kGemvRows][kGemvUnroll];
-  auto load = [&](int base, uint4 (&xv)[kGemvUnroll], uint4 (&wv)[kGemvRows][kGemvUnroll]) {
+  auto load_w = [&](int base, uint4 (&wv)[kGemvRows][kGemvUnroll]) {
 #pragma unroll
     for (int u = 0; u < kGemvUnroll; ++u) {
       const int piece = base + 32 * u;
-      const bool in = piece < end;
-      xv[u] = in ? __ldg(x_vec + piece) : zero;
 #pragma unroll
-      for (int r = 0; r < kGemvRows; ++r) wv[r][u] = in ? __ldcs(w_rows[r] + piece) : zero;
+      for (int r = 0; r < kGemvRows; ++r) wv[r][u] = piece < end ? __ldcs(w_rows[r] + piece) : zero;
     }
   };
+  auto load_x = [&](int base, uint4 (&xv)[kGemvUnroll]) {
+#pragma unroll
+    for (int u = 0; u < kGemvUnroll; ++u) {
+      const int piece = base + 32 * u;
+      if constexpr (MODE == kInputBf16) {
+        xv[u] = piece < end ? __ldg(x_vec + piece) : zero;
+      } else {
+        xv[u] = piece < end ? x_stage[piece - begin] : zero;
+      }
+    }
+  };
+  uint4 x_cur[kGemvUnroll], w_cur[kGemvRows][kGemvUnroll];
+  load_w(begin + lane, w_cur);  // the first weight loads fly while the input is staged
+  if constexpr (MODE != kInputBf16) {
+    gemv_stage_input<MODE>(in, cols, begin, end, x_stage, norm_scratch);
+    __syncthreads();
+  }
+  load_x(begin + lane, x_cur);
   float sum[kGemvRows] = {};
-  load(begin + lane, x_cur, w_cur);
   for (int base = begin + lane; base < end; base += kGemvStepPieces) {
     uint4 x_next[kGemvUnroll], w_next[kGemvRows][kGemvUnroll];
-    load(base + kGemvStepPieces, x_next, w_next);
+    load_w(base + kGemvStepPieces, w_next);
+    load_x(base + kGemvStepPieces, x_next);
 #pragma unroll
     for (int u = 0; u < kGemvUnroll; ++u) {
       const __nv_bfloat162* xp = reinterpret_cast<const __nv_bfloat162*>(&x_cur[u]);
@@ -230,7 +305,6 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 2)
     }
   }
   // Threadfence-reduction: publish the partials, count arrivals; the last CTA reduces.
-  __shared__ bool is_last;
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) is_last = atomicAdd(&counters[blockIdx.x], 1u) == unsigned(splits - 1);
@@ -319,10 +393,16 @@ GemvWorkspaceSize gemv_workspace_size(int rows, int cols) {
   return GemvWorkspaceSize{std::size_t(splits) * std::size_t(rows), (rows + kGemvRowsPerCta - 1) / kGemvRowsPerCta};
 }
 
-void gemv_bf16(const bf16_bits* x, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32, bool accumulate,
-               cudaStream_t stream, const GemvWorkspace* workspace) {
+namespace {
+
+constexpr std::size_t kMaxStageBytes = 48 * 1024;  // default dynamic shared memory limit
+
+// Launches the GEMV for `input`; returns false (nothing launched) when a staged input would not fit.
+template <int MODE>
+bool launch_gemv(const GemvInput& input, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32,
+                 bool accumulate, cudaStream_t stream, const GemvWorkspace* workspace) {
   if (cols % 8 != 0) throw Error("cuda gemv: cols " + std::to_string(cols) + " is not a multiple of 8");
-  if (rows <= 0 || cols <= 0) return;
+  if (rows <= 0 || cols <= 0) return true;
   const int row_blocks = (rows + kGemvRowsPerCta - 1) / kGemvRowsPerCta;
   int splits = gemv_num_splits(rows, cols);
   const GemvWorkspaceSize need = gemv_workspace_size(rows, cols);
@@ -332,11 +412,43 @@ void gemv_bf16(const bf16_bits* x, const bf16_bits* w, int rows, int cols, void*
   }
   const int pieces = cols / 8;
   const int pieces_per_split = (pieces + splits - 1) / splits;
-  gemv_kernel<<<dim3(row_blocks, splits), kGemvWarps * 32, 0, stream>>>(
-      reinterpret_cast<const __nv_bfloat16*>(x), reinterpret_cast<const __nv_bfloat16*>(w), rows, cols, out, out_fp32,
-      accumulate, pieces_per_split, splits > 1 ? workspace->partial : nullptr,
-      splits > 1 ? workspace->counters : nullptr);
+  const std::size_t stage_bytes = MODE == kInputBf16 ? 0 : std::size_t(pieces_per_split) * sizeof(uint4);
+  if (stage_bytes > kMaxStageBytes) return false;
+  gemv_kernel<MODE><<<dim3(row_blocks, splits), kGemvWarps * 32, stage_bytes, stream>>>(
+      input, reinterpret_cast<const __nv_bfloat16*>(w), rows, cols, out, out_fp32, accumulate, pieces_per_split,
+      splits > 1 ? workspace->partial : nullptr, splits > 1 ? workspace->counters : nullptr);
   LAZYSCOPE_CUDA_LAUNCH_CHECK();
+  return true;
+}
+
+}  // namespace
+
+void gemv_bf16(const bf16_bits* x, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32, bool accumulate,
+               cudaStream_t stream, const GemvWorkspace* workspace) {
+  GemvInput input;
+  input.x = reinterpret_cast<const __nv_bfloat16*>(x);
+  launch_gemv<kInputBf16>(input, w, rows, cols, out, out_fp32, accumulate, stream, workspace);
+}
+
+void gemv_rmsnorm_bf16(const float* x, const float* norm_weight, float eps, const bf16_bits* w, int rows, int cols,
+                       void* out, bool out_fp32, bool accumulate, cudaStream_t stream, const GemvWorkspace* workspace,
+                       bf16_bits* scratch) {
+  GemvInput input;
+  input.x_f32 = x;
+  input.norm_weight = norm_weight;
+  input.eps = eps;
+  if (launch_gemv<kInputRmsNorm>(input, w, rows, cols, out, out_fp32, accumulate, stream, workspace)) return;
+  rmsnorm(x, norm_weight, 1, cols, eps, scratch, stream);
+  gemv_bf16(scratch, w, rows, cols, out, out_fp32, accumulate, stream, workspace);
+}
+
+void gemv_swiglu_bf16(const bf16_bits* gate_up, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32,
+                      bool accumulate, cudaStream_t stream, const GemvWorkspace* workspace, bf16_bits* scratch) {
+  GemvInput input;
+  input.x = reinterpret_cast<const __nv_bfloat16*>(gate_up);
+  if (launch_gemv<kInputSwiGlu>(input, w, rows, cols, out, out_fp32, accumulate, stream, workspace)) return;
+  swiglu(gate_up, 1, cols, scratch, stream);
+  gemv_bf16(scratch, w, rows, cols, out, out_fp32, accumulate, stream, workspace);
 }
 
 void argmax(const float* x, int n, int32_t* out, unsigned long long* scratch, cudaStream_t stream) {

@@ -43,6 +43,16 @@ GemvWorkspaceSize gemv_workspace_size(int rows, int cols);
 // the result is deterministic either way.
 void gemv_bf16(const bf16_bits* x, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32, bool accumulate,
                cudaStream_t stream, const GemvWorkspace* workspace = nullptr);
+// The same GEMV with the decode step's neighbours folded into its input staging: each CTA builds
+// its column range of the bf16 input in shared memory, rounded as rmsnorm / swiglu round it. When
+// a range would not fit, they run the separate op into `scratch` [cols] bf16, then gemv_bf16.
+// Input = rmsnorm(x [cols] fp32, one row) * norm_weight:
+void gemv_rmsnorm_bf16(const float* x, const float* norm_weight, float eps, const bf16_bits* w, int rows, int cols,
+                       void* out, bool out_fp32, bool accumulate, cudaStream_t stream, const GemvWorkspace* workspace,
+                       bf16_bits* scratch);
+// Input = silu(gate) * up from gate_up [2 * cols] = [gate | up], one row:
+void gemv_swiglu_bf16(const bf16_bits* gate_up, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32,
+                      bool accumulate, cudaStream_t stream, const GemvWorkspace* workspace, bf16_bits* scratch);
 // Index of the largest value (first on ties; NaN never wins), written to *out (device). `scratch`
 // is two zeroed 64-bit words of device memory, left zeroed again (one per stream at a time).
 void argmax(const float* x, int n, int32_t* out, unsigned long long* scratch, cudaStream_t stream);

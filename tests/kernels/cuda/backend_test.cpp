@@ -312,6 +312,38 @@ TEST(CudaGraphTest, GraphStepsMatchStreamStepsExactly) {
   EXPECT_EQ(stream.graph_captures(), 0);
 }
 
+// The fused decode step (RMSNorm and SwiGLU inside the GEMVs) and the separate-op step agree
+// within rounding over decode steps, lazy and plain.
+TEST(CudaGraphTest, FusedDecodeMatchesSeparateOps) {
+  LAZYSCOPE_REQUIRE_GPU();
+  const ModelShape shape = smollm2_like_shape();
+  HostWeights w = random_weights(shape, 19);
+  CudaBackend fused, separate;
+  fused.set_fused_decode(true);
+  separate.set_fused_decode(false);
+  constexpr int kBlock = 16;
+  for (CudaBackend* b : {&fused, &separate}) {
+    b->load(shape, w.view);
+    b->allocate_pool(16, kBlock);
+  }
+  const std::vector<int32_t> prompt = random_tokens(20, shape.vocab_size, 51);
+  std::vector<float> fused_logits, separate_logits;
+  Segment seg = prefill(separate, prompt, 0, 0, kBlock, {}, false, &separate_logits);
+  prefill(fused, prompt, 0, 0, kBlock, {}, false, &fused_logits);
+  EXPECT_LT(relative_error(fused_logits, separate_logits), 1e-2) << "prefill head";
+  std::vector<BlockRef> table = seg.blocks;
+  std::vector<int32_t> tokens, positions, slots;
+  int32_t token = host_argmax(separate_logits);
+  for (int i = 0; i < 6; ++i) {
+    ForwardStep step = next_step(table, 20 + i, kBlock, token, i % 2 == 0, tokens, positions, slots);
+    step.want_logits = true;
+    fused.forward(step, &fused_logits);
+    separate.forward(step, &separate_logits);
+    EXPECT_LT(relative_error(fused_logits, separate_logits), 1e-2) << "decode step " << i;
+    token = host_argmax(separate_logits);
+  }
+}
+
 // forward_greedy on the GPU equals the CPU reference's greedy choice (or a near-tie) step by step.
 TEST(CudaGraphTest, GreedyMatchesCpuBackend) {
   LAZYSCOPE_REQUIRE_GPU();

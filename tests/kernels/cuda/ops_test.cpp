@@ -110,6 +110,75 @@ TEST(GemvTest, SplitKIsRepeatableAndWritesBf16) {
   EXPECT_LT(relative_error(test::download_bf16(d_bf16, rows), expected_acc), 1e-2);
 }
 
+std::vector<float> bf16_round(std::vector<float> values) {
+  for (float& v : values) v = bf16_to_float(float_to_bf16(v));
+  return values;
+}
+
+std::vector<float> reference_gemv(const std::vector<float>& w, const std::vector<float>& x, int rows, int cols) {
+  std::vector<float> out(rows);
+  for (int r = 0; r < rows; ++r) {
+    double sum = 0.0;
+    for (int c = 0; c < cols; ++c) sum += double(w[std::size_t(r) * cols + c]) * x[c];
+    out[r] = float(sum);
+  }
+  return out;
+}
+
+// RMSNorm folded into the GEMV input: against bf16(rmsnorm(x) * g) @ w^T on the CPU, with split-K
+// (16384 columns), one pass, and a range too wide for shared memory (the separate-op fallback).
+TEST(GemvTest, RmsNormInputMatchesCpu) {
+  LAZYSCOPE_REQUIRE_GPU();
+  std::mt19937 rng(21);
+  struct Case { int rows, cols; bool workspace; };
+  for (const Case c : {Case{301, 4096, true}, Case{93, 16384, true}, Case{40, 4096, false}, Case{20, 49152, false}}) {
+    const std::vector<float> w = random_bf16_values(std::size_t(c.rows) * c.cols, rng, 0.05f);
+    const std::vector<float> x = random_bf16_values(c.cols, rng, 3.0f);  // fp32 residual
+    std::vector<float> g = random_bf16_values(c.cols, rng, 0.2f);
+    for (float& v : g) v += 1.0f;
+    const float eps = 1e-5f;
+    double ss = 0.0;
+    for (float v : x) ss += double(v) * v;
+    const float inv = float(1.0 / std::sqrt(ss / c.cols + eps));
+    std::vector<float> normed(c.cols);
+    for (int i = 0; i < c.cols; ++i) normed[i] = x[i] * inv * g[i];
+    const std::vector<float> expected = reference_gemv(w, bf16_round(normed), c.rows, c.cols);
+    DeviceBuffer d_w = upload_as_bf16(w), d_x = upload(x), d_g = upload(g), d_out(c.rows * sizeof(float));
+    DeviceBuffer scratch(std::size_t(c.cols) * 2);
+    TestGemvWorkspace workspace(c.rows, c.cols);
+    gemv_rmsnorm_bf16(d_x.as<float>(), d_g.as<float>(), eps, d_w.as<bf16_bits>(), c.rows, c.cols, d_out.as<float>(),
+                      true, false, nullptr, c.workspace ? &workspace.view : nullptr, scratch.as<bf16_bits>());
+    LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_LT(relative_error(download_f32(d_out, c.rows), expected), 5e-3) << c.rows << "x" << c.cols;
+  }
+}
+
+// SwiGLU folded into the GEMV input, accumulating into an fp32 residual (the down projection).
+TEST(GemvTest, SwiGluInputMatchesCpu) {
+  LAZYSCOPE_REQUIRE_GPU();
+  std::mt19937 rng(22);
+  struct Case { int rows, cols; bool workspace; };
+  for (const Case c : {Case{301, 14336, true}, Case{64, 1024, true}, Case{20, 49152, false}}) {
+    const std::vector<float> w = random_bf16_values(std::size_t(c.rows) * c.cols, rng, 0.05f);
+    const std::vector<float> gate_up = random_bf16_values(std::size_t(2) * c.cols, rng, 2.0f);
+    const std::vector<float> base = random_bf16_values(c.rows, rng);
+    std::vector<float> act(c.cols);
+    for (int i = 0; i < c.cols; ++i) {
+      const float gate = gate_up[i], up = gate_up[c.cols + i];
+      act[i] = gate / (1.0f + std::exp(-gate)) * up;
+    }
+    std::vector<float> expected = reference_gemv(w, bf16_round(act), c.rows, c.cols);
+    for (int r = 0; r < c.rows; ++r) expected[r] += base[r];
+    DeviceBuffer d_w = upload_as_bf16(w), d_gu = upload_as_bf16(gate_up), d_out = upload(base);
+    DeviceBuffer scratch(std::size_t(c.cols) * 2);
+    TestGemvWorkspace workspace(c.rows, c.cols);
+    gemv_swiglu_bf16(d_gu.as<bf16_bits>(), d_w.as<bf16_bits>(), c.rows, c.cols, d_out.as<float>(), true, true, nullptr,
+                     c.workspace ? &workspace.view : nullptr, scratch.as<bf16_bits>());
+    LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_LT(relative_error(download_f32(d_out, c.rows), expected), 5e-3) << c.rows << "x" << c.cols;
+  }
+}
+
 int32_t device_argmax(const std::vector<float>& values, DeviceBuffer& scratch) {
   DeviceBuffer d_x = upload(values), d_out(sizeof(int32_t));
   argmax(d_x.as<float>(), int(values.size()), d_out.as<int32_t>(), scratch.as<unsigned long long>(), nullptr);
