@@ -146,6 +146,14 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
   graph_tokens.clear();
   result.greedy_graph_ms = time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &graph_tokens);
   result.greedy_stream_ms = time_decode(backend, prompt, DecodeMode::GreedyStream, decode_steps, &stream_tokens);
+  {
+    backend.set_fused_decode(false);
+    std::vector<int32_t> unfused_tokens;
+    time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &unfused_tokens);  // captures
+    unfused_tokens.clear();
+    result.greedy_unfused_ms = time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &unfused_tokens);
+    backend.set_fused_decode(true);
+  }
   result.logits_ms = time_decode(backend, prompt, DecodeMode::Logits, decode_steps, &logits_tokens);
   result.tokens_match = graph_tokens == stream_tokens && graph_tokens == logits_tokens;
   // Device time: graph steps queued back to back without reading anything (host runs ahead).
