@@ -387,10 +387,13 @@ void convert_to_bf16(const float* in, int64_t count, bf16_bits* out, cudaStream_
 
 int gemv_num_splits(int rows, int cols) { return gemv_splits_for(rows, cols, cached_sm_count()); }
 
-GemvWorkspaceSize gemv_workspace_size(int rows, int cols) {
-  const int splits = gemv_num_splits(rows, cols);
+GemvWorkspaceSize gemv_workspace_size_for_splits(int rows, int splits) {
   if (splits <= 1) return {};
   return GemvWorkspaceSize{std::size_t(splits) * std::size_t(rows), (rows + kGemvRowsPerCta - 1) / kGemvRowsPerCta};
+}
+
+GemvWorkspaceSize gemv_workspace_size(int rows, int cols) {
+  return gemv_workspace_size_for_splits(rows, gemv_num_splits(rows, cols));
 }
 
 namespace {
@@ -398,14 +401,16 @@ namespace {
 constexpr std::size_t kMaxStageBytes = 48 * 1024;  // default dynamic shared memory limit
 
 // Launches the GEMV for `input`; returns false (nothing launched) when a staged input would not fit.
+// splits 0: the default for the shape (gemv_num_splits).
 template <int MODE>
 bool launch_gemv(const GemvInput& input, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32,
-                 bool accumulate, cudaStream_t stream, const GemvWorkspace* workspace) {
+                 bool accumulate, cudaStream_t stream, const GemvWorkspace* workspace, int splits = 0) {
   if (cols % 8 != 0) throw Error("cuda gemv: cols " + std::to_string(cols) + " is not a multiple of 8");
   if (rows <= 0 || cols <= 0) return true;
   const int row_blocks = (rows + kGemvRowsPerCta - 1) / kGemvRowsPerCta;
-  int splits = gemv_num_splits(rows, cols);
-  const GemvWorkspaceSize need = gemv_workspace_size(rows, cols);
+  if (splits <= 0) splits = gemv_num_splits(rows, cols);
+  splits = std::max(1, std::min({splits, kGemvMaxSplits, cols / 8}));
+  const GemvWorkspaceSize need = gemv_workspace_size_for_splits(rows, splits);
   if (workspace == nullptr || workspace->partial == nullptr || workspace->counters == nullptr ||
       workspace->partial_floats < need.partial_floats || workspace->num_counters < need.num_counters) {
     splits = 1;  // no room for partials: one pass over the columns
@@ -428,6 +433,13 @@ void gemv_bf16(const bf16_bits* x, const bf16_bits* w, int rows, int cols, void*
   GemvInput input;
   input.x = reinterpret_cast<const __nv_bfloat16*>(x);
   launch_gemv<kInputBf16>(input, w, rows, cols, out, out_fp32, accumulate, stream, workspace);
+}
+
+void gemv_bf16_splits(const bf16_bits* x, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32,
+                      bool accumulate, cudaStream_t stream, const GemvWorkspace* workspace, int splits) {
+  GemvInput input;
+  input.x = reinterpret_cast<const __nv_bfloat16*>(x);
+  launch_gemv<kInputBf16>(input, w, rows, cols, out, out_fp32, accumulate, stream, workspace, splits);
 }
 
 void gemv_rmsnorm_bf16(const float* x, const float* norm_weight, float eps, const bf16_bits* w, int rows, int cols,

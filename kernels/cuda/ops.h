@@ -37,12 +37,16 @@ struct GemvWorkspaceSize {
 // Column splits gemv_bf16 uses for this shape on the current device (1: no workspace needed).
 int gemv_num_splits(int rows, int cols);
 GemvWorkspaceSize gemv_workspace_size(int rows, int cols);
+GemvWorkspaceSize gemv_workspace_size_for_splits(int rows, int splits);
 // One-token GEMM (GEMV): out[rows] (+)= w[rows, cols] @ x[cols], bf16 weights and input, fp32
 // accumulation; out is fp32 (accumulate adds to it) or bf16. cols must be a multiple of 8.
 // Narrow matrices split the columns over more CTAs when `workspace` is big enough (see above);
 // the result is deterministic either way.
 void gemv_bf16(const bf16_bits* x, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32, bool accumulate,
                cudaStream_t stream, const GemvWorkspace* workspace = nullptr);
+// gemv_bf16 with an explicit split count (1..16; benchmarks and tests), same workspace rule.
+void gemv_bf16_splits(const bf16_bits* x, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32,
+                      bool accumulate, cudaStream_t stream, const GemvWorkspace* workspace, int splits);
 // The same GEMV with the decode step's neighbours folded into its input staging: each CTA builds
 // its column range of the bf16 input in shared memory, rounded as rmsnorm / swiglu round it. When
 // a range would not fit, they run the separate op into `scratch` [cols] bf16, then gemv_bf16.

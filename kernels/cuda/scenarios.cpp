@@ -183,13 +183,13 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
   return result;
 }
 
-double measure_gemv_gbs(int rows, int cols, bool custom) {
+double measure_gemv_gbs(int rows, int cols, bool custom, int splits) {
   cublasHandle_t handle;
   LAZYSCOPE_CUBLAS_CHECK(cublasCreate(&handle));
   const std::size_t weight_bytes = std::size_t(rows) * cols * 2;
   const int copies = int(std::max<std::size_t>(1, (std::size_t(256) << 20) / weight_bytes + 1));
   DeviceBuffer w(weight_bytes * copies), x(std::size_t(cols) * 2), out(std::size_t(rows) * 4);
-  const GemvWorkspaceSize need = gemv_workspace_size(rows, cols);
+  const GemvWorkspaceSize need = gemv_workspace_size_for_splits(rows, 16);  // room for any split count
   DeviceBuffer partial(std::max<std::size_t>(need.partial_floats, 1) * 4),
       counters(std::size_t(std::max(need.num_counters, 1)) * 4);
   LAZYSCOPE_CUDA_CHECK(cudaMemset(counters.as<void>(), 0, counters.bytes()));
@@ -199,8 +199,8 @@ double measure_gemv_gbs(int rows, int cols, bool custom) {
   const float alpha = 1.0f, beta = 0.0f;
   auto call = [&](int i) {
     if (custom) {
-      gemv_bf16(x.as<bf16_bits>(), w.as<bf16_bits>() + std::size_t(i % copies) * rows * cols, rows, cols,
-                out.as<float>(), true, false, nullptr, &workspace);
+      gemv_bf16_splits(x.as<bf16_bits>(), w.as<bf16_bits>() + std::size_t(i % copies) * rows * cols, rows, cols,
+                       out.as<float>(), true, false, nullptr, &workspace, splits);
       return;
     }
     LAZYSCOPE_CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, rows, 1, cols, &alpha,

@@ -100,6 +100,20 @@ TEST(GemvTest, SplitKIsRepeatableAndWritesBf16) {
   LAZYSCOPE_CUDA_CHECK(cudaMemcpy(counters.data(), workspace.counters.as<void>(), counters.size() * sizeof(unsigned),
                                   cudaMemcpyDeviceToHost));
   for (unsigned c : counters) EXPECT_EQ(c, 0u);
+  // Any explicit split count (uneven ranges too) gives the same sums within rounding.
+  for (int splits : {1, 3, 5, 16}) {
+    TestGemvWorkspace any(rows, 1);
+    const GemvWorkspaceSize need = gemv_workspace_size_for_splits(rows, splits);
+    any.partial.resize(std::max<std::size_t>(need.partial_floats, 1) * sizeof(float));
+    any.counters.resize(std::size_t(std::max(need.num_counters, 1)) * sizeof(unsigned));
+    LAZYSCOPE_CUDA_CHECK(cudaMemset(any.counters.as<void>(), 0, any.counters.bytes()));
+    any.view = GemvWorkspace{any.partial.as<float>(), need.partial_floats, any.counters.as<unsigned>(),
+                             need.num_counters};
+    gemv_bf16_splits(d_x.as<bf16_bits>(), d_w.as<bf16_bits>(), rows, cols, d_out.as<float>(), true, false, nullptr,
+                     &any.view, splits);
+    LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_LT(relative_error(download_f32(d_out, rows), expected), 1e-5) << splits << " splits";
+  }
   // bf16 output: plain, then accumulated onto a bf16 base.
   DeviceBuffer d_bf16 = upload_as_bf16(base);
   gemv_bf16(d_x.as<bf16_bits>(), d_w.as<bf16_bits>(), rows, cols, d_bf16.as<bf16_bits>(), false, true, nullptr,
