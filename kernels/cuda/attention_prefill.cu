@@ -1,7 +1,9 @@
 // Lazy and plain paged prefill attention on tensor cores (mma.sync m16n8k16, bf16 in, fp32
 // accumulation). A CTA owns 64 or 128 rows of (query token, group head) pairs of one KV head, so
 // the GQA group shares every K/V tile; K/V tiles of 64 keys (consecutive blocks of one shift) are
-// double-buffered through cp.async; online softmax; optional split along the KV tiles.
+// double-buffered through cp.async, their block-table metadata staged in shared memory tiles ahead
+// (no dependent global reads before a copy), one barrier per tile; only tiles with empty slots or
+// past the CTA's causal limit are masked; online softmax; optional split along the KV tiles.
 // Lazy: a pre-pass rotates the query once per distinct shift δ by (m − δ); lazy splits never
 // cross a shift change, so a CTA stages its one rotated copy up front and then runs the plain
 // kernel's loop unchanged.
@@ -24,9 +26,6 @@ using namespace detail;
 constexpr int kWarps = 4;
 constexpr int kKeys = kPrefillTileKeys;   // keys per tile
 
-// Pulls a line of block-table metadata into L1 ahead of its use (a hint: no value, no fault).
-__device__ __forceinline__ void prefetch_l1(const void* p) { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
-
 template <int MT>
 constexpr int rows_per_cta() {
   return 16 * MT * kWarps;
@@ -34,7 +33,8 @@ constexpr int rows_per_cta() {
 
 template <int D, int MT>
 constexpr int smem_bytes() {
-  return (rows_per_cta<MT>() + 4 * kKeys) * (D + 8) * 2 + 2 * kKeys * 4 + rows_per_cta<MT>() * 4;
+  return (rows_per_cta<MT>() + 4 * kKeys) * (D + 8) * 2 + 2 * kKeys * int(sizeof(KvEntry)) + 4 * int(sizeof(KvTile)) +
+         2 * kKeys * 4 + rows_per_cta<MT>() * 4;
 }
 
 // MT: 16-row MMA tiles per warp (2 halves the shared-memory traffic per MMA of K and V).
@@ -46,7 +46,10 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
   __nv_bfloat16* q_s = reinterpret_cast<__nv_bfloat16*>(smem);
   __nv_bfloat16* k_s = q_s + kRows * kLd;            // [2][kKeys][kLd]
   __nv_bfloat16* v_s = k_s + 2 * kKeys * kLd;        // [2][kKeys][kLd]
-  int* col_key = reinterpret_cast<int*>(v_s + 2 * kKeys * kLd);  // [2][kKeys], INT_MAX = empty
+  // Block-table metadata staged by cp.async a tile ahead of the K/V loads that need it.
+  KvEntry* meta = reinterpret_cast<KvEntry*>(v_s + 2 * kKeys * kLd);  // [2][kKeys]: entries of a staged tile
+  KvTile* ring = reinterpret_cast<KvTile*>(meta + 2 * kKeys);         // [4]: descriptor of tile t at t & 3
+  int* col_key = reinterpret_cast<int*>(ring + 4);                    // [2][kKeys], INT_MAX = empty
   int* row_key_limit = col_key + 2 * kKeys;                      // [kRows]: last key each row sees
 
   const int group_size = p.num_heads / p.num_kv_heads;
@@ -84,32 +87,58 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
     row_key_limit[r] = row < rows_total ? p.prior + row / group_size : -1;
   }
 
+  // Pipeline of one tile t (stage = (t − tile_begin) & 1): its descriptor is copied into ring
+  // three tiles ahead, its entries into meta[stage] two tiles ahead, its K/V one tile ahead, each
+  // step reading only what an earlier barrier published.
+  auto copy_desc = [&](int t) { cp_async16(ring + (t & 3), p.tiles + t, 16); };  // one thread
+  auto copy_entries = [&](int t, int stage) {
+    const KvTile tile = ring[t & 3];
+    if (int(threadIdx.x) < tile.entry_count) {
+      cp_async16(meta + stage * kKeys + threadIdx.x, p.entries + tile.entry_begin + threadIdx.x, 16);
+    }
+  };
   // Block sizes divide the 64-key tile, so they are powers of two: shifts instead of divisions.
   const int block_shift = __ffs(p.block_size) - 1;
+  // Each thread copies kCpt consecutive columns at one 16-byte slice of the head dimension; when a
+  // block holds at least kCpt slots they share one entry (one metadata read, then fixed strides).
+  constexpr int kChunks = D / 8;                       // 16-byte pieces per key row
+  constexpr int kCpt = kKeys * kChunks / (kWarps * 32);  // columns per thread
+  static_assert(kCpt >= 1 && kKeys * kChunks % (kWarps * 32) == 0, "tile copy mapping");
+  const int copy_dim = (threadIdx.x % kChunks) * 8;
+  const int copy_col0 = (threadIdx.x / kChunks) * kCpt;
   auto load_tile = [&](int tile_index, int stage) {
-    const KvTile tile = p.tiles[tile_index];
-    // The next tile's entries follow this one's; its descriptor sits a few tiles on: fetch both
-    // into L1 now so the next load_tile's dependent reads hit.
-    if (threadIdx.x == 0 && tile_index + 1 < p.num_tiles) {
-      prefetch_l1(p.entries + tile.entry_begin + tile.entry_count);
-      if (tile_index + 2 < p.num_tiles) prefetch_l1(p.tiles + tile_index + 2);
-    }
-    constexpr int kChunks = D / 8;
-    for (int idx = threadIdx.x; idx < kKeys * kChunks; idx += blockDim.x) {
-      const int col = idx / kChunks, dim = (idx % kChunks) * 8;
-      const int entry = col >> block_shift, slot = col & (p.block_size - 1);
-      bool valid = entry < tile.entry_count;
-      int64_t offset = 0;
-      int key = INT_MAX;
-      if (valid) {
-        const KvEntry ref = p.entries[tile.entry_begin + entry];
-        valid = slot < ref.valid;
-        offset = ((int64_t(ref.block) * p.num_kv_heads + kv_head) * p.block_size + slot) * D + dim;
-        key = ref.key_start + slot;
+    const int entry_count = ring[tile_index & 3].entry_count;
+    __nv_bfloat16* k_dst = k_s + (stage * kKeys + copy_col0) * kLd + copy_dim;
+    __nv_bfloat16* v_dst = v_s + (stage * kKeys + copy_col0) * kLd + copy_dim;
+    int* key_dst = col_key + stage * kKeys + copy_col0;
+    if (p.block_size >= kCpt) {
+      const int entry = copy_col0 >> block_shift, slot0 = copy_col0 & (p.block_size - 1);
+      KvEntry ref{0, 0, 0, 0};  // valid 0: every column empty
+      if (entry < entry_count) ref = meta[stage * kKeys + entry];
+      const int64_t base = ((int64_t(ref.block) * p.num_kv_heads + kv_head) * p.block_size + slot0) * D + copy_dim;
+#pragma unroll
+      for (int j = 0; j < kCpt; ++j) {
+        const bool valid = slot0 + j < ref.valid;
+        const int64_t offset = valid ? base + j * D : 0;
+        cp_async16(k_dst + j * kLd, p.k_pool + offset, valid ? 16 : 0);
+        cp_async16(v_dst + j * kLd, p.v_pool + offset, valid ? 16 : 0);
+        if (copy_dim == 0) key_dst[j] = valid ? ref.key_start + slot0 + j : INT_MAX;
       }
-      cp_async16(k_s + (stage * kKeys + col) * kLd + dim, p.k_pool + offset, valid ? 16 : 0);
-      cp_async16(v_s + (stage * kKeys + col) * kLd + dim, p.v_pool + offset, valid ? 16 : 0);
-      if (dim == 0) col_key[stage * kKeys + col] = valid ? key : INT_MAX;
+    } else {
+      // Blocks smaller than kCpt slots: one entry per column (a rolled loop: nothing hoisted).
+#pragma unroll 1
+      for (int j = 0; j < kCpt; ++j) {
+        const int col = copy_col0 + j;
+        const int entry = col >> block_shift, slot = col & (p.block_size - 1);
+        KvEntry ref{0, 0, 0, 0};
+        if (entry < entry_count) ref = meta[stage * kKeys + entry];
+        const bool valid = slot < ref.valid;
+        const int64_t offset =
+            valid ? ((int64_t(ref.block) * p.num_kv_heads + kv_head) * p.block_size + slot) * D + copy_dim : 0;
+        cp_async16(k_dst + j * kLd, p.k_pool + offset, valid ? 16 : 0);
+        cp_async16(v_dst + j * kLd, p.v_pool + offset, valid ? 16 : 0);
+        if (copy_dim == 0) key_dst[j] = valid ? ref.key_start + slot : INT_MAX;
+      }
     }
   };
 
@@ -135,10 +164,10 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
     row_max[mt][0] = row_max[mt][1] = -INFINITY;
     row_sum[mt][0] = row_sum[mt][1] = 0.0f;
   }
-  const float score_scale = rsqrtf(float(D)) * kLog2e;
-  // Every row of this CTA sees keys up to at least this one: a full tile at or below it needs no mask.
-  const int cta_key_limit = p.prior + row0 / group_size;
-  const int total_keys = p.prior + p.n;
+  // 1/sqrt(D) in the log2 domain, a compile-time immediate (one register fewer in the loop).
+  constexpr float score_scale =
+      (D == 16 ? 0.25f : D == 32 ? 0.17677669529663688f : D == 64 ? 0.125f : 0.08838834764831845f) * kLog2e;
+  static_assert(D == 16 || D == 32 || D == 64 || D == 128, "head_dim 16, 32, 64 or 128");
 
   // Online softmax of one tile's scores (raw QK^T in s); MASK applies empty slots and the causal
   // limit per element. The scale is folded into the exponent (one FFMA per score).
@@ -201,18 +230,37 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
     } else {
       stage_q(p.q, p.q_row_stride);  // plain: rotated at write time
     }
+    // Descriptors up to tile_end (the last tile's mask test reads the next tile's key_start).
+    const int desc_end = min(tile_end + 1, p.num_tiles);  // prologue only
+    if (threadIdx.x == 0) {
+      for (int t = tile_begin; t < min(tile_begin + 3, desc_end); ++t) copy_desc(t);
+    }
+    cp_async_commit();
+    cp_async_wait<0>();
+    __syncthreads();
+    copy_entries(tile_begin, 0);
+    if (tile_begin + 1 < tile_end) copy_entries(tile_begin + 1, 1);
+    cp_async_commit();
+    cp_async_wait<0>();
+    __syncthreads();
     load_tile(tile_begin, 0);
     cp_async_commit();
     for (int ti = tile_begin; ti < tile_end; ++ti) {
       const int stage = (ti - tile_begin) & 1;
-      if (ti + 1 < tile_end) {
-        load_tile(ti + 1, stage ^ 1);
-        cp_async_commit();
-        cp_async_wait<1>();
-      } else {
-        cp_async_wait<0>();
-      }
+      // One barrier per tile: it publishes tile ti's K/V (and the next tiles' metadata), and every
+      // warp has finished tile ti − 1, so its stage (stage ^ 1) may be refilled now.
+      cp_async_wait<0>();
       __syncthreads();
+      // Mask only where needed: a tile with empty slots, or one reaching past some row's causal limit.
+      // row_key_limit[0]: the CTA's first row sees the fewest keys; a full tile at or below it needs
+      // no mask (read from shared memory: no register held across the loop).
+      const int tile_keys_end = ti + 1 < p.num_tiles ? ring[(ti + 1) & 3].key_start : p.prior + p.n;
+      const int tile_keys_begin = ring[ti & 3].key_start;
+      const bool needs_mask = tile_keys_end - tile_keys_begin != kKeys || tile_keys_begin + kKeys - 1 > row_key_limit[0];
+      if (ti + 1 < tile_end) load_tile(ti + 1, stage ^ 1);
+      if (ti + 2 < tile_end) copy_entries(ti + 2, stage);  // meta[stage] held tile ti's, already used
+      if (threadIdx.x == 0 && ti + 3 <= tile_end && ti + 3 < p.num_tiles) copy_desc(ti + 3);  // slot of tile ti − 1
+      cp_async_commit();
       const __nv_bfloat16* k_tile = k_s + stage * kKeys * kLd;
       const __nv_bfloat16* v_tile = v_s + stage * kKeys * kLd;
       const int* keys = col_key + stage * kKeys;
@@ -241,10 +289,6 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
           }
         }
       }
-      // Mask only where needed: a tile with empty slots, or one reaching past some row's causal limit.
-      const int tile_keys_end = ti + 1 < p.num_tiles ? p.tiles[ti + 1].key_start : total_keys;
-      const int tile_keys_begin = p.tiles[ti].key_start;
-      const bool needs_mask = tile_keys_end - tile_keys_begin != kKeys || tile_keys_begin + kKeys - 1 > cta_key_limit;
       if (needs_mask) {
         softmax_tile(std::true_type{}, s, keys);
       } else {
@@ -271,8 +315,8 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
           }
         }
       }
-      __syncthreads();  // this stage (and q_s) may be rewritten by the next iteration
     }
+    cp_async_wait<0>();  // no copy outlives the CTA
   }
 
   // Epilogue: finish the row sums across the quad, then write rows or split partials.
