@@ -1,0 +1,161 @@
+// Prefill attention for every block size that divides the 64-key tile (1 … 64): the tile copy has
+// one path for blocks of at least head_dim/16 slots and one per column for smaller blocks; full
+// tiles below the causal limit skip the mask. Plain and lazy, with and without splits, vs the CPU.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpu_test_util.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cuda/attention.h"
+#include "kernels/cuda/attention_plan.h"
+#include "kernels/rope.h"
+
+namespace lazyscope::cuda {
+namespace {
+
+using test::download_bf16;
+using test::random_bf16_values;
+using test::relative_error;
+using test::upload;
+using test::upload_as_bf16;
+
+constexpr double kTolerance = 2e-2;  // same as the attention tests (bf16 in, bf16 out)
+
+struct BlockCase {
+  int head_dim;
+  int block_size;
+  bool lazy;
+};
+
+std::string block_name(const testing::TestParamInfo<BlockCase>& info) {
+  return "D" + std::to_string(info.param.head_dim) + "_bs" + std::to_string(info.param.block_size) +
+         (info.param.lazy ? "_lazy" : "_plain");
+}
+
+class PrefillBlockSizeTest : public testing::TestWithParam<BlockCase> {};
+
+TEST_P(PrefillBlockSizeTest, MatchesCpuReference) {
+  LAZYSCOPE_REQUIRE_GPU();
+  const BlockCase c = GetParam();
+  const int D = c.head_dim, bs = c.block_size, kv_heads = 2, ratio = 4, heads = kv_heads * ratio;
+  std::mt19937 rng(31 + D + bs * 5 + c.lazy);
+  const std::vector<float> inv_freq = rope_inv_freq(RopeParams{10000.0f, false}, D);
+  // Cached part: 150 keys in three documents (lazy: at distinct shifts), partial last blocks;
+  // then n new tokens at shift 0. Blocks are handed out in a scattered order.
+  const int n = 140;
+  std::vector<BlockRef> table;
+  int next = 0;
+  auto add_doc = [&](int tokens, int shift) {
+    for (int t = 0; t < tokens; t += bs) table.push_back(BlockRef{next++, shift, std::min(bs, tokens - t)});
+  };
+  add_doc(70, c.lazy ? 65536 + 91 : 0);
+  add_doc(45, c.lazy ? -13 : 0);
+  add_doc(35, c.lazy ? 400 : 0);
+  add_doc(n, 0);
+  const int pool_blocks = next;
+  std::vector<int> order(pool_blocks);
+  for (int i = 0; i < pool_blocks; ++i) order[i] = (i * 7 + 3) % pool_blocks;  // a permutation when 7 ∤ count
+  if (pool_blocks % 7 == 0) {
+    for (int i = 0; i < pool_blocks; ++i) order[i] = pool_blocks - 1 - i;
+  }
+  for (BlockRef& ref : table) ref.block = order[ref.block];
+  const std::size_t pool_count = std::size_t(pool_blocks) * kv_heads * bs * D;
+  const std::vector<float> k_pool = random_bf16_values(pool_count, rng), v_pool = random_bf16_values(pool_count, rng);
+
+  AttentionPlan plan;
+  append_sequence(plan, table, bs, c.lazy);
+  const int total = plan.seq_total_keys[0];
+  std::vector<int32_t> positions(n);
+  for (int i = 0; i < n; ++i) positions[i] = total - n + i + 9;
+  const std::vector<float> q = random_bf16_values(std::size_t(n) * heads * D, rng);
+
+  std::vector<float> expected(std::size_t(n) * heads * D);
+  cpu::PagedAttentionParams cp;
+  cp.q = q.data();
+  cp.q_positions = positions.data();
+  cp.k_pool = k_pool.data();
+  cp.v_pool = v_pool.data();
+  cp.table = table.data();
+  cp.table_len = int(table.size());
+  cp.n = n;
+  cp.num_heads = heads;
+  cp.num_kv_heads = kv_heads;
+  cp.head_dim = D;
+  cp.block_size = bs;
+  cp.inv_freq = inv_freq.data();
+  cp.lazy = c.lazy;
+  cp.out = expected.data();
+  cpu::paged_attention(cp, 4);
+
+  // Plain kernels take the query rotated at its position (RoPE at write time).
+  std::vector<float> q_gpu = q;
+  if (!c.lazy) {
+    for (int t = 0; t < n; ++t) {
+      for (int h = 0; h < heads; ++h) rope_rotate(q_gpu.data() + (std::size_t(t) * heads + h) * D, D, inv_freq.data(), positions[t]);
+    }
+  }
+  DeviceBuffer d_q = upload_as_bf16(q_gpu), d_k = upload_as_bf16(k_pool), d_v = upload_as_bf16(v_pool);
+  DeviceBuffer d_entries = upload(plan.entries), d_tiles = upload(plan.tiles);
+  DeviceBuffer d_shifts = upload(plan.distinct_shifts), d_tile_shift = upload(plan.tile_shift_index);
+  DeviceBuffer d_positions = upload(positions), d_inv = upload(inv_freq);
+  const int num_shifts = int(plan.distinct_shifts.size());
+  DeviceBuffer d_q_rotated(lazy_query_workspace_elements(n, heads, D, num_shifts) * 2);
+  const std::size_t out_count = std::size_t(n) * heads * D;
+  for (int splits_wanted : {1, 3}) {
+    const std::vector<int32_t> ranges = lazy_split_ranges(plan, 0, splits_wanted);
+    const int splits = c.lazy ? int(ranges.size() / 2) : splits_wanted;
+    DeviceBuffer d_ranges = upload(ranges);
+    DeviceBuffer d_out(out_count * 2);
+    LAZYSCOPE_CUDA_CHECK(cudaMemset(d_out.as<void>(), 0xff, out_count * 2));  // NaN poison
+    DeviceBuffer d_po(split_partial_o_floats(n * heads, splits, D) * 4);
+    DeviceBuffer d_pml(split_partial_ml_floats(n * heads, splits) * 4);
+    PrefillParams p;
+    p.q = d_q.as<bf16_bits>();
+    p.q_row_stride = int64_t(heads) * D;
+    p.q_positions = d_positions.as<int32_t>();
+    p.k_pool = d_k.as<bf16_bits>();
+    p.v_pool = d_v.as<bf16_bits>();
+    p.entries = d_entries.as<KvEntry>();
+    p.tiles = d_tiles.as<KvTile>();
+    p.num_tiles = int(plan.tiles.size());
+    p.n = n;
+    p.prior = total - n;
+    p.num_heads = heads;
+    p.num_kv_heads = kv_heads;
+    p.head_dim = D;
+    p.block_size = bs;
+    p.inv_freq = d_inv.as<float>();
+    p.lazy = c.lazy;
+    p.shifts = d_shifts.as<int32_t>();
+    p.tile_shift_index = d_tile_shift.as<int32_t>();
+    p.num_shifts = num_shifts;
+    p.q_rotated = d_q_rotated.as<bf16_bits>();
+    p.split_ranges = d_ranges.as<int32_t>();
+    p.out = d_out.as<bf16_bits>();
+    p.num_splits = splits;
+    p.partial_o = d_po.as<float>();
+    p.partial_ml = d_pml.as<float>();
+    prefill_attention(p, nullptr);
+    LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_LT(relative_error(download_bf16(d_out, out_count), expected), kTolerance) << "splits " << splits;
+  }
+}
+
+std::vector<BlockCase> block_cases() {
+  std::vector<BlockCase> cases;
+  for (int bs : {1, 2, 4, 8, 16, 64}) {
+    for (bool lazy : {false, true}) cases.push_back({128, bs, lazy});
+  }
+  for (int bs : {2, 64}) cases.push_back({64, bs, true});
+  cases.push_back({32, 1, false});
+  cases.push_back({16, 4, true});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, PrefillBlockSizeTest, testing::ValuesIn(block_cases()), block_name);
+
+}  // namespace
+}  // namespace lazyscope::cuda
