@@ -68,8 +68,9 @@ int main(int argc, char** argv) {
     const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
     std::printf("\n## Cached RAG TTFT (5 docs x 2048 tokens cached, 64-token query), llama-3.1-8b\n");
     const int repeats = quick ? 5 : 11;
-    std::printf("medians of %d rounds, policies in a rotating order; wall: synchronised start to logits on the host; "
-                "GPU: events around the same span; host: forward() without the logits wait\n\n", repeats);
+    std::printf("medians: none %d runs in a phase of its own; lazy / materialized / rotated %d rounds in a rotating "
+                "order; wall: synchronised start to logits on the host; GPU: events around the same span; host: "
+                "forward() without the logits wait\n\n", repeats, 3 * repeats);
     const cuda::RagTtft r = cuda::measure_rag_ttft("llama-3.1-8b", 5, 2048, 64, repeats);
     std::printf("| policy | TTFT ms (wall) | GPU ms | vs rotated cache (wall) | vs rotated cache (GPU) | vs none |\n|---|---:|---:|---:|---:|---:|\n");
     std::printf("| none (prefill 10,304 tokens) | %.2f | %.2f | %.2fx | %.2fx | 1.00x |\n", r.none_ms, r.none_gpu_ms,

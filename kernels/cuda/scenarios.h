@@ -32,9 +32,10 @@ double measure_gemv_gbs(int rows, int cols, bool custom, int splits = 0);
 DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, int decode_steps);
 
 // Time to first token (logits of the last prompt token) of docs × doc_tokens cached documents plus
-// a query, in milliseconds: medians over `repeats` rounds that run the policies in a rotating order
-// (so none is always measured right after the 10K-token prefill). *_ms: host wall time from a
-// synchronised start to the logits on the host (TTFT); *_gpu_ms: GPU-event time of the same span.
+// a query, in milliseconds: medians of `repeats` runs of none (in a phase of its own, so its heat
+// does not tax the next policy) and of 3 × repeats rounds of the cached policies in a rotating
+// order. *_ms: host wall time from a synchronised start to the logits on the host (TTFT);
+// *_gpu_ms: GPU-event time of the same span.
 struct RagTtft {
   double none_ms = 0;          // prefill every token
   double lazy_ms = 0;          // cached documents at encoding positions, query rotated per shift
