@@ -86,6 +86,8 @@ int main(int argc, char** argv) {
                 100.0 * (r.materialized_gpu_ms / r.rotated_gpu_ms - 1.0), r.materialized_ms / r.none_ms);
     std::printf("\nhost time of one 64-token step (forward() returning once queued): lazy %.3f ms, rotated %.3f ms\n",
                 r.lazy_host_ms, r.rotated_host_ms);
+    std::printf("measured right after a none run (the old order): lazy %.2f ms, rotated %.2f ms (wall)\n",
+                r.lazy_after_none_ms, r.rotated_after_none_ms);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_cuda_end_to_end: %s\n", e.what());
     return 1;

@@ -45,6 +45,8 @@ struct RagTtft {
   double none_gpu_ms = 0, lazy_gpu_ms = 0, materialized_gpu_ms = 0, copy_gpu_ms = 0, rotated_gpu_ms = 0;
   double lazy_host_ms = 0;     // host time of forward() without logits: plan, upload, launches
   double rotated_host_ms = 0;
+  double lazy_after_none_ms = 0;     // wall, measured right after a none run (hot GPU)
+  double rotated_after_none_ms = 0;
 };
 RagTtft measure_rag_ttft(const std::string& model, int docs, int doc_tokens, int query_tokens, int repeats);
 
