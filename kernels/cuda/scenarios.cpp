@@ -21,6 +21,7 @@ double ms_since(Clock::time_point start) {
 }
 
 double median(std::vector<double> values) {
+  if (values.empty()) return 0.0;
   std::sort(values.begin(), values.end());
   return values[values.size() / 2];
 }
