@@ -9,6 +9,7 @@
 // kernel's loop unchanged.
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <string>
 #include <type_traits>
 
@@ -439,6 +440,10 @@ void prefill_attention(const PrefillParams& p, cudaStream_t stream) {
   }
   if (p.num_splits > 1 && (p.partial_o == nullptr || p.partial_ml == nullptr)) {
     throw Error("cuda prefill attention: split workspace missing");
+  }
+  // Entries and tile descriptors are copied into shared memory 16 bytes at a time.
+  if (reinterpret_cast<std::uintptr_t>(p.entries) % 16 != 0 || reinterpret_cast<std::uintptr_t>(p.tiles) % 16 != 0) {
+    throw Error("cuda prefill attention: entries and tiles must be 16-byte aligned device arrays");
   }
   if (p.lazy) {
     if (p.q_rotated == nullptr || p.shifts == nullptr || p.tile_shift_index == nullptr || p.num_shifts < 1 ||
