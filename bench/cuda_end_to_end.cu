@@ -58,12 +58,16 @@ int main(int argc, char** argv) {
                   cublas, ours, 100.0 * ours / copy_gbs);
       std::fflush(stdout);
     }
-    std::printf("\n## gemv_bf16 GB/s by column splits (split-K), the narrow decode matrices\n| weight | 1 | 2 | 4 | 8 | 16 | default |\n|---|---:|---:|---:|---:|---:|---:|\n");
-    for (int i : {0, 1, 3, 5, 6, 8}) {
-      std::printf("| %s |", names[i]);
-      for (int splits : {1, 2, 4, 8, 16}) std::printf(" %.0f |", cuda::measure_gemv_gbs(shapes[i][0], shapes[i][1], true, splits));
-      std::printf(" %d |\n", cuda::gemv_num_splits(shapes[i][0], shapes[i][1]));
-      std::fflush(stdout);
+    std::printf("\n## gemv_bf16 GB/s by column splits (split-K) and rows a warp (2: production; 4: half the pieces a row per step)\n| weight | rows/warp | 1 | 2 | 4 | 8 | 16 | default splits |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (int i : {0, 1, 2, 3, 5, 6, 8}) {
+      for (int rows_per_warp : {2, 4}) {
+        std::printf("| %s | %d |", names[i], rows_per_warp);
+        for (int splits : {1, 2, 4, 8, 16}) {
+          std::printf(" %.0f |", cuda::measure_gemv_gbs(shapes[i][0], shapes[i][1], true, splits, rows_per_warp));
+        }
+        std::printf(" %d |\n", cuda::gemv_num_splits(shapes[i][0], shapes[i][1]));
+        std::fflush(stdout);
+      }
     }
     const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
     std::printf("\n## Cached RAG TTFT (5 docs x 2048 tokens cached, 64-token query), llama-3.1-8b\n");

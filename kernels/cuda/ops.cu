@@ -213,38 +213,40 @@ __device__ __forceinline__ void gemv_stage_input(const GemvInput& in, int cols, 
   }
 }
 
-template <int MODE>
+// ROWS rows per warp, 8 / ROWS pieces per row per step (the same 8 loads a lane per step).
+template <int MODE, int ROWS>
 __global__ void __launch_bounds__(kGemvWarps * 32, 2)
     gemv_kernel(GemvInput in, const __nv_bfloat16* w, int rows, int cols, void* out, bool out_fp32,
                 bool accumulate, int pieces_per_split, float* partial, unsigned* counters) {
+  constexpr int UNROLL = 8 / ROWS, STEP = 32 * UNROLL;
   extern __shared__ uint4 x_stage[];  // MODE != kInputBf16: this split's input pieces
   __shared__ float norm_scratch[kGemvWarps];
   __shared__ bool is_last;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int split = blockIdx.y, splits = gridDim.y;
-  const int row0 = blockIdx.x * kGemvRowsPerCta + warp * kGemvRows;
+  const int row0 = blockIdx.x * (ROWS * kGemvWarps) + warp * ROWS;
   const int pieces = cols / 8;
   const int begin = split * pieces_per_split;
   const int end = min(pieces, begin + pieces_per_split);
   const uint4* x_vec = reinterpret_cast<const uint4*>(in.x);
-  const uint4* w_rows[kGemvRows];
+  const uint4* w_rows[ROWS];
 #pragma unroll
-  for (int r = 0; r < kGemvRows; ++r) {
+  for (int r = 0; r < ROWS; ++r) {
     // Rows past the end re-read the last row (in bounds) and are never stored.
     w_rows[r] = reinterpret_cast<const uint4*>(w + int64_t(min(row0 + r, rows - 1)) * cols);
   }
   const uint4 zero = make_uint4(0, 0, 0, 0);
-  auto load_w = [&](int base, uint4 (&wv)[kGemvRows][kGemvUnroll]) {
+  auto load_w = [&](int base, uint4 (&wv)[ROWS][UNROLL]) {
 #pragma unroll
-    for (int u = 0; u < kGemvUnroll; ++u) {
+    for (int u = 0; u < UNROLL; ++u) {
       const int piece = base + 32 * u;
 #pragma unroll
-      for (int r = 0; r < kGemvRows; ++r) wv[r][u] = piece < end ? __ldcs(w_rows[r] + piece) : zero;
+      for (int r = 0; r < ROWS; ++r) wv[r][u] = piece < end ? __ldcs(w_rows[r] + piece) : zero;
     }
   };
-  auto load_x = [&](int base, uint4 (&xv)[kGemvUnroll]) {
+  auto load_x = [&](int base, uint4 (&xv)[UNROLL]) {
 #pragma unroll
-    for (int u = 0; u < kGemvUnroll; ++u) {
+    for (int u = 0; u < UNROLL; ++u) {
       const int piece = base + 32 * u;
       if constexpr (MODE == kInputBf16) {
         xv[u] = piece < end ? __ldg(x_vec + piece) : zero;
@@ -253,23 +255,23 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 2)
       }
     }
   };
-  uint4 x_cur[kGemvUnroll], w_cur[kGemvRows][kGemvUnroll];
+  uint4 x_cur[UNROLL], w_cur[ROWS][UNROLL];
   load_w(begin + lane, w_cur);  // the first weight loads fly while the input is staged
   if constexpr (MODE != kInputBf16) {
     gemv_stage_input<MODE>(in, cols, begin, end, x_stage, norm_scratch);
     __syncthreads();
   }
   load_x(begin + lane, x_cur);
-  float sum[kGemvRows] = {};
-  for (int base = begin + lane; base < end; base += kGemvStepPieces) {
-    uint4 x_next[kGemvUnroll], w_next[kGemvRows][kGemvUnroll];
-    load_w(base + kGemvStepPieces, w_next);
-    load_x(base + kGemvStepPieces, x_next);
+  float sum[ROWS] = {};
+  for (int base = begin + lane; base < end; base += STEP) {
+    uint4 x_next[UNROLL], w_next[ROWS][UNROLL];
+    load_w(base + STEP, w_next);
+    load_x(base + STEP, x_next);
 #pragma unroll
-    for (int u = 0; u < kGemvUnroll; ++u) {
+    for (int u = 0; u < UNROLL; ++u) {
       const __nv_bfloat162* xp = reinterpret_cast<const __nv_bfloat162*>(&x_cur[u]);
 #pragma unroll
-      for (int r = 0; r < kGemvRows; ++r) {
+      for (int r = 0; r < ROWS; ++r) {
         const __nv_bfloat162* wp = reinterpret_cast<const __nv_bfloat162*>(&w_cur[r][u]);
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
@@ -279,20 +281,20 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 2)
       }
     }
 #pragma unroll
-    for (int u = 0; u < kGemvUnroll; ++u) {
+    for (int u = 0; u < UNROLL; ++u) {
       x_cur[u] = x_next[u];
 #pragma unroll
-      for (int r = 0; r < kGemvRows; ++r) w_cur[r][u] = w_next[r][u];
+      for (int r = 0; r < ROWS; ++r) w_cur[r][u] = w_next[r][u];
     }
   }
 #pragma unroll
-  for (int r = 0; r < kGemvRows; ++r) {
+  for (int r = 0; r < ROWS; ++r) {
     for (int offset = 16; offset > 0; offset /= 2) sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], offset);
   }
   if (splits == 1) {
     if (lane == 0) {
 #pragma unroll
-      for (int r = 0; r < kGemvRows; ++r) {
+      for (int r = 0; r < ROWS; ++r) {
         if (row0 + r < rows) gemv_store(out, row0 + r, sum[r], out_fp32, accumulate);
       }
     }
@@ -300,7 +302,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 2)
   }
   if (lane == 0) {
 #pragma unroll
-    for (int r = 0; r < kGemvRows; ++r) {
+    for (int r = 0; r < ROWS; ++r) {
       if (row0 + r < rows) partial[int64_t(split) * rows + row0 + r] = sum[r];
     }
   }
@@ -311,8 +313,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 2)
   __syncthreads();
   if (!is_last) return;
   __threadfence();
-  const int cta_row0 = blockIdx.x * kGemvRowsPerCta;
-  for (int i = threadIdx.x; i < kGemvRowsPerCta; i += blockDim.x) {
+  const int cta_row0 = blockIdx.x * (ROWS * kGemvWarps);
+  for (int i = threadIdx.x; i < (ROWS * kGemvWarps); i += blockDim.x) {
     const int row = cta_row0 + i;
     if (row >= rows) break;
     float total = 0.0f;
@@ -401,13 +403,15 @@ namespace {
 constexpr std::size_t kMaxStageBytes = 48 * 1024;  // default dynamic shared memory limit
 
 // Launches the GEMV for `input`; returns false (nothing launched) when a staged input would not fit.
-// splits 0: the default for the shape (gemv_num_splits).
-template <int MODE>
+// splits 0: the default for the shape (gemv_num_splits). ROWS 2 is the production variant; the
+// workspace rule (one counter per 16 rows) also covers ROWS 4.
+template <int MODE, int ROWS = kGemvRows>
 bool launch_gemv(const GemvInput& input, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32,
                  bool accumulate, cudaStream_t stream, const GemvWorkspace* workspace, int splits = 0) {
+  static_assert(ROWS >= kGemvRows, "counters are sized for 16-row blocks");
   if (cols % 8 != 0) throw Error("cuda gemv: cols " + std::to_string(cols) + " is not a multiple of 8");
   if (rows <= 0 || cols <= 0) return true;
-  const int row_blocks = (rows + kGemvRowsPerCta - 1) / kGemvRowsPerCta;
+  const int row_blocks = (rows + ROWS * kGemvWarps - 1) / (ROWS * kGemvWarps);
   if (splits <= 0) splits = gemv_num_splits(rows, cols);
   splits = std::max(1, std::min({splits, kGemvMaxSplits, cols / 8}));
   const GemvWorkspaceSize need = gemv_workspace_size_for_splits(rows, splits);
@@ -419,7 +423,7 @@ bool launch_gemv(const GemvInput& input, const bf16_bits* w, int rows, int cols,
   const int pieces_per_split = (pieces + splits - 1) / splits;
   const std::size_t stage_bytes = MODE == kInputBf16 ? 0 : std::size_t(pieces_per_split) * sizeof(uint4);
   if (stage_bytes > kMaxStageBytes) return false;
-  gemv_kernel<MODE><<<dim3(row_blocks, splits), kGemvWarps * 32, stage_bytes, stream>>>(
+  gemv_kernel<MODE, ROWS><<<dim3(row_blocks, splits), kGemvWarps * 32, stage_bytes, stream>>>(
       input, reinterpret_cast<const __nv_bfloat16*>(w), rows, cols, out, out_fp32, accumulate, pieces_per_split,
       splits > 1 ? workspace->partial : nullptr, splits > 1 ? workspace->counters : nullptr);
   LAZYSCOPE_CUDA_LAUNCH_CHECK();
@@ -436,10 +440,15 @@ void gemv_bf16(const bf16_bits* x, const bf16_bits* w, int rows, int cols, void*
 }
 
 void gemv_bf16_splits(const bf16_bits* x, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32,
-                      bool accumulate, cudaStream_t stream, const GemvWorkspace* workspace, int splits) {
+                      bool accumulate, cudaStream_t stream, const GemvWorkspace* workspace, int splits,
+                      int rows_per_warp) {
   GemvInput input;
   input.x = reinterpret_cast<const __nv_bfloat16*>(x);
-  launch_gemv<kInputBf16>(input, w, rows, cols, out, out_fp32, accumulate, stream, workspace, splits);
+  if (rows_per_warp == 4) {
+    launch_gemv<kInputBf16, 4>(input, w, rows, cols, out, out_fp32, accumulate, stream, workspace, splits);
+  } else {
+    launch_gemv<kInputBf16>(input, w, rows, cols, out, out_fp32, accumulate, stream, workspace, splits);
+  }
 }
 
 void gemv_rmsnorm_bf16(const float* x, const float* norm_weight, float eps, const bf16_bits* w, int rows, int cols,

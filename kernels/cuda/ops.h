@@ -44,9 +44,11 @@ GemvWorkspaceSize gemv_workspace_size_for_splits(int rows, int splits);
 // the result is deterministic either way.
 void gemv_bf16(const bf16_bits* x, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32, bool accumulate,
                cudaStream_t stream, const GemvWorkspace* workspace = nullptr);
-// gemv_bf16 with an explicit split count (1..16; benchmarks and tests), same workspace rule.
+// gemv_bf16 with an explicit split count (1..16) and rows per warp (2, the default, or 4: half the
+// pieces per row per step); for benchmarks and tests, same workspace rule.
 void gemv_bf16_splits(const bf16_bits* x, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32,
-                      bool accumulate, cudaStream_t stream, const GemvWorkspace* workspace, int splits);
+                      bool accumulate, cudaStream_t stream, const GemvWorkspace* workspace, int splits,
+                      int rows_per_warp = 2);
 // The same GEMV with the decode step's neighbours folded into its input staging: each CTA builds
 // its column range of the bf16 input in shared memory, rounded as rmsnorm / swiglu round it. When
 // a range would not fit, they run the separate op into `scratch` [cols] bf16, then gemv_bf16.

@@ -184,7 +184,7 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
   return result;
 }
 
-double measure_gemv_gbs(int rows, int cols, bool custom, int splits) {
+double measure_gemv_gbs(int rows, int cols, bool custom, int splits, int rows_per_warp) {
   cublasHandle_t handle;
   LAZYSCOPE_CUBLAS_CHECK(cublasCreate(&handle));
   const std::size_t weight_bytes = std::size_t(rows) * cols * 2;
@@ -201,7 +201,7 @@ double measure_gemv_gbs(int rows, int cols, bool custom, int splits) {
   auto call = [&](int i) {
     if (custom) {
       gemv_bf16_splits(x.as<bf16_bits>(), w.as<bf16_bits>() + std::size_t(i % copies) * rows * cols, rows, cols,
-                       out.as<float>(), true, false, nullptr, &workspace, splits);
+                       out.as<float>(), true, false, nullptr, &workspace, splits, rows_per_warp);
       return;
     }
     LAZYSCOPE_CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, rows, 1, cols, &alpha,

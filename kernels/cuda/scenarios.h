@@ -28,7 +28,7 @@ struct DecodeThroughput {
 // Achieved GB/s of a one-token bf16 GEMM (GEMV) out = x @ w^T, w [rows, cols], through cuBLAS or
 // our gemv_bf16 (custom; `splits` 0 = its default split-K, else that many column splits); median
 // of repeated calls over weights larger than L2.
-double measure_gemv_gbs(int rows, int cols, bool custom, int splits = 0);
+double measure_gemv_gbs(int rows, int cols, bool custom, int splits = 0, int rows_per_warp = 2);
 DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, int decode_steps);
 
 // Time to first token (logits of the last prompt token) of docs × doc_tokens cached documents plus

@@ -109,10 +109,13 @@ TEST(GemvTest, SplitKIsRepeatableAndWritesBf16) {
     LAZYSCOPE_CUDA_CHECK(cudaMemset(any.counters.as<void>(), 0, any.counters.bytes()));
     any.view = GemvWorkspace{any.partial.as<float>(), need.partial_floats, any.counters.as<unsigned>(),
                              need.num_counters};
-    gemv_bf16_splits(d_x.as<bf16_bits>(), d_w.as<bf16_bits>(), rows, cols, d_out.as<float>(), true, false, nullptr,
-                     &any.view, splits);
-    LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
-    EXPECT_LT(relative_error(download_f32(d_out, rows), expected), 1e-5) << splits << " splits";
+    for (int rows_per_warp : {2, 4}) {
+      gemv_bf16_splits(d_x.as<bf16_bits>(), d_w.as<bf16_bits>(), rows, cols, d_out.as<float>(), true, false, nullptr,
+                       &any.view, splits, rows_per_warp);
+      LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
+      EXPECT_LT(relative_error(download_f32(d_out, rows), expected), 1e-5)
+          << splits << " splits, " << rows_per_warp << " rows a warp";
+    }
   }
   // bf16 output: plain, then accumulated onto a bf16 base.
   DeviceBuffer d_bf16 = upload_as_bf16(base);
