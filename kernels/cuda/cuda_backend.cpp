@@ -139,6 +139,7 @@ void CudaBackend::allocate_weights(const ModelShape& shape) {
   inv_freq_.resize(inv.size() * sizeof(float));
   upload_f32(inv_freq_, inv.data(), inv.size());
   capacity_tokens_ = 0;
+  partial_rows_splits_ = 0;  // head_dim may differ from the last model's
   num_blocks_ = 0;
   block_size_ = 0;
 }
