@@ -27,6 +27,14 @@ using namespace detail;
 constexpr int kWarps = 4;
 constexpr int kKeys = kPrefillTileKeys;   // keys per tile
 
+// 2^x on the SFU alone (ex2.approx.ftz): exp2f adds a denormal-range fix-up (compare, two
+// multiplies) per call; softmax weights below 2^-126 of the row maximum may flush to zero.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 template <int MT>
 constexpr int rows_per_cta() {
   return 16 * MT * kWarps;
@@ -200,7 +208,7 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
         tile_max[half] = fmaxf(tile_max[half], __shfl_xor_sync(0xffffffffu, tile_max[half], 2));
         const float new_max = fmaxf(row_max[mt][half], tile_max[half] * score_scale);  // log2 domain
         base_max[half] = new_max == -INFINITY ? 0.0f : new_max;
-        correction[half] = exp2f(row_max[mt][half] - base_max[half]);
+        correction[half] = fast_exp2(row_max[mt][half] - base_max[half]);
         row_max[mt][half] = new_max;
         row_sum[mt][half] *= correction[half];
       }
@@ -208,7 +216,7 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
       for (int nt = 0; nt < kKeys / 8; ++nt) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const float weight = exp2f(fmaf(s[mt][nt][e], score_scale, -base_max[e >> 1]));
+          const float weight = fast_exp2(fmaf(s[mt][nt][e], score_scale, -base_max[e >> 1]));
           s[mt][nt][e] = weight;
           row_sum[mt][e >> 1] += weight;
         }
@@ -328,8 +336,8 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
       row_sum[mt][half] += __shfl_xor_sync(0xffffffffu, row_sum[mt][half], 1);
       row_sum[mt][half] += __shfl_xor_sync(0xffffffffu, row_sum[mt][half], 2);
       const int row = row0 + (warp * MT + mt) * 16 + quad_row + half * 8;
-      if (row >= rows_total) continue;
       const int token = row / group_size;
+      if (token >= p.n) continue;  // row past rows_total (not kept live across the loop)
       const int64_t out_row = int64_t(token) * p.num_heads + kv_head * group_size + row % group_size;
       if (p.num_splits == 1) {
         const float inv_sum = row_sum[mt][half] > 0.0f ? 1.0f / row_sum[mt][half] : 0.0f;
