@@ -573,8 +573,15 @@ void CudaBackend::run_prefill(const ForwardStep& step, StepOutput output) {
     kw.k = qkv + Q;
     kw.v = qkv + Q + K;
     kw.row_stride = qkv_stride;
-    kw.q = step.lazy_rotation ? nullptr : qkv;  // plain attention wants q rotated at its position
+    // Plain attention wants q rotated at its position (in place); lazy wants it rotated once per
+    // distinct shift into q_rotated, done by the same KV-write launch (no separate pre-pass).
+    kw.q = qkv;
     kw.q_row_stride = qkv_stride;
+    if (step.lazy_rotation) {
+      kw.shifts = d_shifts;
+      kw.num_shifts = num_shifts;
+      kw.q_rotated = q_rotated_.as<bf16_bits>();
+    }
     kw.num_heads = shape_.num_heads;
     kw.positions = d_positions;
     kw.slots = d_slots;
@@ -608,6 +615,7 @@ void CudaBackend::run_prefill(const ForwardStep& step, StepOutput output) {
     ap.num_shifts = num_shifts;
     ap.q_rotated = step.lazy_rotation ? q_rotated_.as<bf16_bits>() : nullptr;
     ap.split_ranges = step.lazy_rotation ? d_ranges : nullptr;
+    ap.q_rotated_ready = step.lazy_rotation;  // filled by kv_write above
     ap.out = attn;
     ap.num_splits = num_splits;
     ap.partial_o = partial_o_.as<float>();
