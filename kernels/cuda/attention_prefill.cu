@@ -124,13 +124,16 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
       const int entry = copy_col0 >> block_shift, slot0 = copy_col0 & (p.block_size - 1);
       KvEntry ref{0, 0, 0, 0};  // valid 0: every column empty
       if (entry < entry_count) ref = meta[stage * kKeys + entry];
+      // Empty columns copy 0 bytes (zero fill) from an address that still lies inside the pool
+      // (block 0 for a missing entry, a slot of the block otherwise): no select per column.
       const int64_t base = ((int64_t(ref.block) * p.num_kv_heads + kv_head) * p.block_size + slot0) * D + copy_dim;
+      const bf16_bits* k_src = p.k_pool + base;
+      const bf16_bits* v_src = p.v_pool + base;
 #pragma unroll
       for (int j = 0; j < kCpt; ++j) {
         const bool valid = slot0 + j < ref.valid;
-        const int64_t offset = valid ? base + j * D : 0;
-        cp_async16(k_dst + j * kLd, p.k_pool + offset, valid ? 16 : 0);
-        cp_async16(v_dst + j * kLd, p.v_pool + offset, valid ? 16 : 0);
+        cp_async16(k_dst + j * kLd, k_src + j * D, valid ? 16 : 0);
+        cp_async16(v_dst + j * kLd, v_src + j * D, valid ? 16 : 0);
         if (copy_dim == 0) key_dst[j] = valid ? ref.key_start + slot0 + j : INT_MAX;
       }
     } else {
@@ -142,8 +145,7 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
         KvEntry ref{0, 0, 0, 0};
         if (entry < entry_count) ref = meta[stage * kKeys + entry];
         const bool valid = slot < ref.valid;
-        const int64_t offset =
-            valid ? ((int64_t(ref.block) * p.num_kv_heads + kv_head) * p.block_size + slot) * D + copy_dim : 0;
+        const int64_t offset = ((int64_t(ref.block) * p.num_kv_heads + kv_head) * p.block_size + slot) * D + copy_dim;
         cp_async16(k_dst + j * kLd, p.k_pool + offset, valid ? 16 : 0);
         cp_async16(v_dst + j * kLd, p.v_pool + offset, valid ? 16 : 0);
         if (copy_dim == 0) key_dst[j] = valid ? ref.key_start + slot : INT_MAX;
@@ -221,12 +223,16 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
           row_sum[mt][e >> 1] += weight;
         }
       }
+      // Once a row's maximum settles (most tiles of a long row) its correction is exactly 1: skip
+      // the accumulator rescale when the whole warp agrees (a warp-uniform branch).
+      if (__any_sync(0xffffffffu, correction[0] != 1.0f || correction[1] != 1.0f)) {
 #pragma unroll
-      for (int dt = 0; dt < D / 8; ++dt) {
-        o[mt][dt][0] *= correction[0];
-        o[mt][dt][1] *= correction[0];
-        o[mt][dt][2] *= correction[1];
-        o[mt][dt][3] *= correction[1];
+        for (int dt = 0; dt < D / 8; ++dt) {
+          o[mt][dt][0] *= correction[0];
+          o[mt][dt][1] *= correction[0];
+          o[mt][dt][2] *= correction[1];
+          o[mt][dt][3] *= correction[1];
+        }
       }
     }
   };
