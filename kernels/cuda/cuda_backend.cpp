@@ -50,6 +50,8 @@ CudaBackend::CudaBackend() {
   graphs_enabled_ = env == nullptr || std::string(env) != "0";
   const char* fuse = std::getenv("LAZYSCOPE_CUDA_FUSE");
   fused_decode_ = fuse == nullptr || std::string(fuse) != "0";
+  const char* pdl = std::getenv("LAZYSCOPE_CUDA_PDL");
+  if (pdl != nullptr && std::string(pdl) == "1") gemv_set_programmatic_launch(true);
 }
 
 CudaBackend::~CudaBackend() {
@@ -310,6 +312,12 @@ void CudaBackend::set_fused_decode(bool enabled) {
   LAZYSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
   invalidate_graphs();  // the graphs hold the other variant's launches
   fused_decode_ = enabled;
+}
+
+void CudaBackend::set_programmatic_gemv(bool enabled) {
+  LAZYSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  invalidate_graphs();
+  gemv_set_programmatic_launch(enabled);
 }
 
 void CudaBackend::invalidate_graphs() {

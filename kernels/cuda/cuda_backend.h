@@ -42,6 +42,9 @@ class CudaBackend final : public Backend {
   // layer): on unless LAZYSCOPE_CUDA_FUSE=0.
   void set_fused_decode(bool enabled);
   bool fused_decode() const { return fused_decode_; }
+  // Experimental: programmatic dependent launch of the GEMVs (gemv_set_programmatic_launch is
+  // process-wide; this also drops this backend's graphs). LAZYSCOPE_CUDA_PDL=1 turns it on.
+  void set_programmatic_gemv(bool enabled);
   int graph_captures() const { return graph_captures_; }  // graphs instantiated so far
   int graph_replays() const { return graph_replays_; }    // steps run from a graph
 

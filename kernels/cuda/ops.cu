@@ -257,6 +257,11 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 2)
   };
   uint4 x_cur[UNROLL], w_cur[ROWS][UNROLL];
   load_w(begin + lane, w_cur);  // the first weight loads fly while the input is staged
+  // Programmatic launch (see gemv_set_programmatic_launch): the weights do not depend on the
+  // previous kernel, so they are already in flight; wait for its results (x, the workspace) here,
+  // and let the next GEMV start its own weight loads as our CTAs drain. No-ops otherwise.
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;\n" :::);
   if constexpr (MODE != kInputBf16) {
     gemv_stage_input<MODE>(in, cols, begin, end, x_stage, norm_scratch);
     __syncthreads();
@@ -401,6 +406,7 @@ GemvWorkspaceSize gemv_workspace_size(int rows, int cols) {
 namespace {
 
 constexpr std::size_t kMaxStageBytes = 48 * 1024;  // default dynamic shared memory limit
+bool g_programmatic_launch = false;
 
 // Launches the GEMV for `input`; returns false (nothing launched) when a staged input would not fit.
 // splits 0: the default for the shape (gemv_num_splits). ROWS 2 is the production variant; the
@@ -423,14 +429,34 @@ bool launch_gemv(const GemvInput& input, const bf16_bits* w, int rows, int cols,
   const int pieces_per_split = (pieces + splits - 1) / splits;
   const std::size_t stage_bytes = MODE == kInputBf16 ? 0 : std::size_t(pieces_per_split) * sizeof(uint4);
   if (stage_bytes > kMaxStageBytes) return false;
-  gemv_kernel<MODE, ROWS><<<dim3(row_blocks, splits), kGemvWarps * 32, stage_bytes, stream>>>(
-      input, reinterpret_cast<const __nv_bfloat16*>(w), rows, cols, out, out_fp32, accumulate, pieces_per_split,
-      splits > 1 ? workspace->partial : nullptr, splits > 1 ? workspace->counters : nullptr);
-  LAZYSCOPE_CUDA_LAUNCH_CHECK();
+  const __nv_bfloat16* weights = reinterpret_cast<const __nv_bfloat16*>(w);
+  float* partial = splits > 1 ? workspace->partial : nullptr;
+  unsigned* counters = splits > 1 ? workspace->counters : nullptr;
+  if (!g_programmatic_launch) {
+    gemv_kernel<MODE, ROWS><<<dim3(row_blocks, splits), kGemvWarps * 32, stage_bytes, stream>>>(
+        input, weights, rows, cols, out, out_fp32, accumulate, pieces_per_split, partial, counters);
+    LAZYSCOPE_CUDA_LAUNCH_CHECK();
+    return true;
+  }
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(row_blocks, splits);
+  config.blockDim = dim3(kGemvWarps * 32);
+  config.dynamicSmemBytes = stage_bytes;
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  LAZYSCOPE_CUDA_CHECK(cudaLaunchKernelEx(&config, gemv_kernel<MODE, ROWS>, input, weights, rows, cols, out, out_fp32,
+                                          accumulate, pieces_per_split, partial, counters));
   return true;
 }
 
 }  // namespace
+
+void gemv_set_programmatic_launch(bool enabled) { g_programmatic_launch = enabled; }
+bool gemv_programmatic_launch() { return g_programmatic_launch; }
 
 void gemv_bf16(const bf16_bits* x, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32, bool accumulate,
                cudaStream_t stream, const GemvWorkspace* workspace) {

@@ -59,6 +59,12 @@ void gemv_rmsnorm_bf16(const float* x, const float* norm_weight, float eps, cons
 // Input = silu(gate) * up from gate_up [2 * cols] = [gate | up], one row:
 void gemv_swiglu_bf16(const bf16_bits* gate_up, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32,
                       bool accumulate, cudaStream_t stream, const GemvWorkspace* workspace, bf16_bits* scratch);
+// Programmatic dependent launch of every GEMV (process-wide, off by default; experimental): a
+// GEMV may start, and put its weight loads in flight, while the kernel before it drains; it waits
+// for that kernel's results before reading its input. Graphs captured before a change keep the
+// old launches.
+void gemv_set_programmatic_launch(bool enabled);
+bool gemv_programmatic_launch();
 // Index of the largest value (first on ties; NaN never wins), written to *out (device). `scratch`
 // is two zeroed 64-bit words of device memory, left zeroed again (one per stream at a time).
 void argmax(const float* x, int n, int32_t* out, unsigned long long* scratch, cudaStream_t stream);

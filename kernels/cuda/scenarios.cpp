@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <random>
 #include <vector>
 
@@ -154,6 +155,20 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
     unfused_tokens.clear();
     result.greedy_unfused_ms = time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &unfused_tokens);
     backend.set_fused_decode(true);
+  }
+  try {  // experimental: a failure leaves greedy_pdl_ms at 0 and the rest of the bench running
+    backend.set_programmatic_gemv(true);
+    std::vector<int32_t> pdl_tokens;
+    time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &pdl_tokens);  // captures
+    pdl_tokens.clear();
+    result.greedy_pdl_ms = time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &pdl_tokens);
+    result.pdl_tokens_match = pdl_tokens == graph_tokens;
+    backend.set_programmatic_gemv(false);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "programmatic launch run failed: %s\n", e.what());
+    result.greedy_pdl_ms = 0;
+    gemv_set_programmatic_launch(false);
+    backend.set_programmatic_gemv(false);
   }
   result.logits_ms = time_decode(backend, prompt, DecodeMode::Logits, decode_steps, &logits_tokens);
   result.tokens_match = graph_tokens == stream_tokens && graph_tokens == logits_tokens;

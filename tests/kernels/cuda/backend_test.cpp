@@ -11,6 +11,7 @@
 #include "gpu_test_util.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/ops.h"
 #include "kernels/error.h"
 #include "kernels/random_weights.h"
 
@@ -342,6 +343,43 @@ TEST(CudaGraphTest, FusedDecodeMatchesSeparateOps) {
     EXPECT_LT(relative_error(fused_logits, separate_logits), 1e-2) << "decode step " << i;
     token = host_argmax(separate_logits);
   }
+}
+
+// Programmatic dependent launch of the GEMVs (experimental) changes only when kernels start:
+// graph steps with it give the same logits bit for bit as stream steps without it.
+TEST(CudaGraphTest, ProgrammaticLaunchGivesIdenticalLogits) {
+  LAZYSCOPE_REQUIRE_GPU();
+  const ModelShape shape = tiny_shape(128);
+  HostWeights w = random_weights(shape, 23);
+  CudaBackend pdl, plain;
+  plain.set_graphs_enabled(false);
+  constexpr int kBlock = 16;
+  for (CudaBackend* b : {&pdl, &plain}) {
+    b->load(shape, w.view);
+    b->allocate_pool(16, kBlock);
+  }
+  const std::vector<int32_t> prompt = random_tokens(25, shape.vocab_size, 61);
+  std::vector<float> pdl_logits, plain_logits;
+  Segment seg = prefill(plain, prompt, 0, 0, kBlock, {}, false, &plain_logits);
+  prefill(pdl, prompt, 0, 0, kBlock, {}, false, &pdl_logits);
+  std::vector<BlockRef> table = seg.blocks;
+  std::vector<int32_t> tokens, positions, slots;
+  int32_t token = host_argmax(plain_logits);
+  struct Restore {
+    ~Restore() { gemv_set_programmatic_launch(false); }
+  } restore;
+  pdl.set_programmatic_gemv(true);
+  for (int i = 0; i < 20; ++i) {
+    ForwardStep step = next_step(table, 25 + i, kBlock, token, i % 4 == 3, tokens, positions, slots);
+    step.want_logits = true;
+    pdl.forward(step, &pdl_logits);
+    gemv_set_programmatic_launch(false);  // the reference runs without it
+    plain.forward(step, &plain_logits);
+    gemv_set_programmatic_launch(true);
+    ASSERT_EQ(pdl_logits, plain_logits) << "step " << i;
+    token = host_argmax(plain_logits);
+  }
+  EXPECT_GT(pdl.graph_replays(), 0);
 }
 
 // forward_greedy on the GPU equals the CPU reference's greedy choice (or a near-tie) step by step.
