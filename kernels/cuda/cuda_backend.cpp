@@ -50,6 +50,8 @@ CudaBackend::CudaBackend() {
   graphs_enabled_ = env == nullptr || std::string(env) != "0";
   const char* fuse = std::getenv("LAZYSCOPE_CUDA_FUSE");
   fused_decode_ = fuse == nullptr || std::string(fuse) != "0";
+  const char* fuse_kv = std::getenv("LAZYSCOPE_CUDA_FUSE_KV");
+  fused_kv_write_ = fuse_kv != nullptr && std::string(fuse_kv) == "1";
   const char* pdl = std::getenv("LAZYSCOPE_CUDA_PDL");
   if (pdl != nullptr && std::string(pdl) == "1") gemv_set_programmatic_launch(true);
 }
@@ -314,6 +316,12 @@ void CudaBackend::set_fused_decode(bool enabled) {
   fused_decode_ = enabled;
 }
 
+void CudaBackend::set_fused_kv_write(bool enabled) {
+  LAZYSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  invalidate_graphs();
+  fused_kv_write_ = enabled;
+}
+
 void CudaBackend::set_programmatic_gemv(bool enabled) {
   LAZYSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
   invalidate_graphs();
@@ -436,10 +444,28 @@ void CudaBackend::enqueue_decode(int splits, bool lazy, int num_entries, StepOut
     const LayerWeights& w = layers_[l];
     bf16_bits* k_pool = k_pool_.as<bf16_bits>() + l * layer_pool_elements();
     bf16_bits* v_pool = v_pool_.as<bf16_bits>() + l * layer_pool_elements();
-    if (fused) {
+    bool kv_written = false;
+    if (fused && fused_kv_write_) {
+      QkvRopeOutput qo;
+      qo.q = qkv;
+      qo.k_pool = k_pool;
+      qo.v_pool = v_pool;
+      qo.positions = d_positions;
+      qo.slots = d_slots;
+      qo.inv_freq = inv_freq_.as<float>();
+      qo.q_dim = Q;
+      qo.kv_dim = K;
+      qo.head_dim = D;
+      qo.num_kv_heads = shape_.num_kv_heads;
+      qo.block_size = block_size_;
+      qo.rotate_q = !lazy;
+      kv_written = gemv_rmsnorm_qkv_rope(x, w.attn_norm.as<float>(), shape_.rms_norm_eps, w.wqkv.as<bf16_bits>(), H,
+                                         qo, stream_, &gemv_workspace_);
+    }
+    if (!kv_written && fused) {
       gemv_rmsnorm_bf16(x, w.attn_norm.as<float>(), shape_.rms_norm_eps, w.wqkv.as<bf16_bits>(), Q + 2 * K, H, qkv,
                         false, false, stream_, &gemv_workspace_, h);
-    } else {
+    } else if (!kv_written) {
       rmsnorm(x, w.attn_norm.as<float>(), 1, H, shape_.rms_norm_eps, h, stream_);
       gemm(h, w.wqkv.as<bf16_bits>(), 1, Q + 2 * K, H, qkv, false, false);
     }
@@ -459,7 +485,7 @@ void CudaBackend::enqueue_decode(int splits, bool lazy, int num_entries, StepOut
     kw.inv_freq = inv_freq_.as<float>();
     kw.k_pool = k_pool;
     kw.v_pool = v_pool;
-    kv_write(kw, stream_);
+    if (!kv_written) kv_write(kw, stream_);
     DecodeParams ap;
     ap.q = qkv;
     ap.q_row_stride = qkv_stride;

@@ -42,6 +42,10 @@ class CudaBackend final : public Backend {
   // layer): on unless LAZYSCOPE_CUDA_FUSE=0.
   void set_fused_decode(bool enabled);
   bool fused_decode() const { return fused_decode_; }
+  // Experimental: the wqkv GEMV also rotates and stores K/V (and q) itself, replacing kv_write in
+  // one-token steps (needs fused decode). Off unless LAZYSCOPE_CUDA_FUSE_KV=1.
+  void set_fused_kv_write(bool enabled);
+  bool fused_kv_write() const { return fused_kv_write_; }
   // Experimental: programmatic dependent launch of the GEMVs (gemv_set_programmatic_launch is
   // process-wide; this also drops this backend's graphs). LAZYSCOPE_CUDA_PDL=1 turns it on.
   void set_programmatic_gemv(bool enabled);
@@ -109,6 +113,7 @@ class CudaBackend final : public Backend {
   std::map<std::tuple<int, bool, int>, cudaGraphExec_t> graphs_;
   bool graphs_enabled_ = true;
   bool fused_decode_ = true;
+  bool fused_kv_write_ = false;
   bool gemv_ok_ = false;  // every decode GEMM can take the GEMV path (hidden, q and mlp widths % 8)
   int graph_captures_ = 0, graph_replays_ = 0;
 };

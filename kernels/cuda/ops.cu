@@ -213,18 +213,77 @@ __device__ __forceinline__ void gemv_stage_input(const GemvInput& in, int cols, 
   }
 }
 
+// The wqkv GEMV's epilogue (QKV = true): a warp owns a RoPE pair of rows (dims i and i + D/2 of
+// one q or k head), so it rotates and stores them itself; V rows go straight to the pool. Same
+// arithmetic as kv_write on the bf16-rounded projections, so the kv_write launch disappears.
+__device__ __forceinline__ void qkv_rows(int block, int warp, const QkvRopeOutput& o, int rows[2]) {
+  const int rope_blocks = (o.q_dim + o.kv_dim) / 16;
+  if (block < rope_blocks) {
+    const int per_head = o.head_dim / 16;  // 16-row blocks a head: 8 pairs each
+    const int head = block / per_head, pair_block = block % per_head;
+    rows[0] = head * o.head_dim + pair_block * 8 + warp;
+    rows[1] = rows[0] + o.head_dim / 2;
+  } else {
+    rows[0] = block * 16 + 2 * warp;
+    rows[1] = rows[0] + 1;
+  }
+}
+
+__device__ __forceinline__ void qkv_epilogue(const QkvRopeOutput& o, const int rows[2], const float value[2]) {
+  const int D = o.head_dim, half = D / 2;
+  const int slot = o.slots[0];
+  const int64_t slot_base = (int64_t(slot / o.block_size) * o.num_kv_heads) * o.block_size + slot % o.block_size;
+  auto pool_at = [&](int head, int dim) { return (slot_base + int64_t(head) * o.block_size) * D + dim; };
+  __nv_bfloat16* q = reinterpret_cast<__nv_bfloat16*>(o.q);
+  if (rows[0] >= o.q_dim + o.kv_dim) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int d = rows[r] - o.q_dim - o.kv_dim;
+      reinterpret_cast<__nv_bfloat16*>(o.v_pool)[pool_at(d / D, d % D)] = __float2bfloat16(value[r]);
+    }
+    return;
+  }
+  const bool is_q = rows[0] < o.q_dim;
+  if (is_q && !o.rotate_q) {  // lazy decode rotates the raw query itself
+    q[rows[0]] = __float2bfloat16(value[0]);
+    q[rows[1]] = __float2bfloat16(value[1]);
+    return;
+  }
+  const int local = is_q ? rows[0] : rows[0] - o.q_dim;
+  const int head = local / D, i = local % D;
+  const float a = __bfloat162float(__float2bfloat16(value[0])), b = __bfloat162float(__float2bfloat16(value[1]));
+  float c, s;
+  detail::rope_cos_sin(o.positions[0], o.inv_freq[i], &c, &s);
+  const __nv_bfloat16 lo = __float2bfloat16(a * c - b * s), hi = __float2bfloat16(b * c + a * s);
+  if (is_q) {
+    q[rows[0]] = lo;
+    q[rows[1]] = hi;
+  } else {
+    __nv_bfloat16* k_pool = reinterpret_cast<__nv_bfloat16*>(o.k_pool);
+    k_pool[pool_at(head, i)] = lo;
+    k_pool[pool_at(head, i + half)] = hi;
+  }
+}
+
 // ROWS rows per warp, 8 / ROWS pieces per row per step (the same 8 loads a lane per step).
-template <int MODE, int ROWS>
+template <int MODE, int ROWS, bool QKV = false>
 __global__ void __launch_bounds__(kGemvWarps * 32, 2)
     gemv_kernel(GemvInput in, const __nv_bfloat16* w, int rows, int cols, void* out, bool out_fp32,
-                bool accumulate, int pieces_per_split, float* partial, unsigned* counters) {
+                bool accumulate, int pieces_per_split, float* partial, unsigned* counters, QkvRopeOutput qkv) {
+  static_assert(!QKV || ROWS == 2, "the QKV epilogue pairs a warp's two rows");
   constexpr int UNROLL = 8 / ROWS, STEP = 32 * UNROLL;
   extern __shared__ uint4 x_stage[];  // MODE != kInputBf16: this split's input pieces
   __shared__ float norm_scratch[kGemvWarps];
   __shared__ bool is_last;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int split = blockIdx.y, splits = gridDim.y;
-  const int row0 = blockIdx.x * (ROWS * kGemvWarps) + warp * ROWS;
+  int row_of[ROWS];
+  if constexpr (QKV) {
+    qkv_rows(blockIdx.x, warp, qkv, row_of);
+  } else {
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) row_of[r] = blockIdx.x * (ROWS * kGemvWarps) + warp * ROWS + r;
+  }
   const int pieces = cols / 8;
   const int begin = split * pieces_per_split;
   const int end = min(pieces, begin + pieces_per_split);
@@ -233,7 +292,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 2)
 #pragma unroll
   for (int r = 0; r < ROWS; ++r) {
     // Rows past the end re-read the last row (in bounds) and are never stored.
-    w_rows[r] = reinterpret_cast<const uint4*>(w + int64_t(min(row0 + r, rows - 1)) * cols);
+    w_rows[r] = reinterpret_cast<const uint4*>(w + int64_t(min(row_of[r], rows - 1)) * cols);
   }
   const uint4 zero = make_uint4(0, 0, 0, 0);
   auto load_w = [&](int base, uint4 (&wv)[ROWS][UNROLL]) {
@@ -298,9 +357,13 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 2)
   }
   if (splits == 1) {
     if (lane == 0) {
+      if constexpr (QKV) {
+        qkv_epilogue(qkv, row_of, sum);
+      } else {
 #pragma unroll
-      for (int r = 0; r < ROWS; ++r) {
-        if (row0 + r < rows) gemv_store(out, row0 + r, sum[r], out_fp32, accumulate);
+        for (int r = 0; r < ROWS; ++r) {
+          if (row_of[r] < rows) gemv_store(out, row_of[r], sum[r], out_fp32, accumulate);
+        }
       }
     }
     return;
@@ -308,7 +371,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 2)
   if (lane == 0) {
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) {
-      if (row0 + r < rows) partial[int64_t(split) * rows + row0 + r] = sum[r];
+      if (row_of[r] < rows) partial[int64_t(split) * rows + row_of[r]] = sum[r];
     }
   }
   // Threadfence-reduction: publish the partials, count arrivals; the last CTA reduces.
@@ -318,6 +381,20 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 2)
   __syncthreads();
   if (!is_last) return;
   __threadfence();
+  if constexpr (QKV) {
+    if (threadIdx.x < kGemvWarps) {  // thread t finishes warp t's pair
+      int pair[2];
+      qkv_rows(blockIdx.x, threadIdx.x, qkv, pair);
+      float total[2] = {0.0f, 0.0f};
+      for (int s = 0; s < splits; ++s) {
+        total[0] += __ldcg(partial + int64_t(s) * rows + pair[0]);
+        total[1] += __ldcg(partial + int64_t(s) * rows + pair[1]);
+      }
+      qkv_epilogue(qkv, pair, total);
+    }
+    if (threadIdx.x == 0) counters[blockIdx.x] = 0;
+    return;
+  }
   const int cta_row0 = blockIdx.x * (ROWS * kGemvWarps);
   for (int i = threadIdx.x; i < (ROWS * kGemvWarps); i += blockDim.x) {
     const int row = cta_row0 + i;
@@ -411,9 +488,10 @@ bool g_programmatic_launch = false;
 // Launches the GEMV for `input`; returns false (nothing launched) when a staged input would not fit.
 // splits 0: the default for the shape (gemv_num_splits). ROWS 2 is the production variant; the
 // workspace rule (one counter per 16 rows) also covers ROWS 4.
-template <int MODE, int ROWS = kGemvRows>
+template <int MODE, int ROWS = kGemvRows, bool QKV = false>
 bool launch_gemv(const GemvInput& input, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32,
-                 bool accumulate, cudaStream_t stream, const GemvWorkspace* workspace, int splits = 0) {
+                 bool accumulate, cudaStream_t stream, const GemvWorkspace* workspace, int splits = 0,
+                 const QkvRopeOutput& qkv = QkvRopeOutput{}) {
   static_assert(ROWS >= kGemvRows, "counters are sized for 16-row blocks");
   if (cols % 8 != 0) throw Error("cuda gemv: cols " + std::to_string(cols) + " is not a multiple of 8");
   if (rows <= 0 || cols <= 0) return true;
@@ -433,8 +511,8 @@ bool launch_gemv(const GemvInput& input, const bf16_bits* w, int rows, int cols,
   float* partial = splits > 1 ? workspace->partial : nullptr;
   unsigned* counters = splits > 1 ? workspace->counters : nullptr;
   if (!g_programmatic_launch) {
-    gemv_kernel<MODE, ROWS><<<dim3(row_blocks, splits), kGemvWarps * 32, stage_bytes, stream>>>(
-        input, weights, rows, cols, out, out_fp32, accumulate, pieces_per_split, partial, counters);
+    gemv_kernel<MODE, ROWS, QKV><<<dim3(row_blocks, splits), kGemvWarps * 32, stage_bytes, stream>>>(
+        input, weights, rows, cols, out, out_fp32, accumulate, pieces_per_split, partial, counters, qkv);
     LAZYSCOPE_CUDA_LAUNCH_CHECK();
     return true;
   }
@@ -448,8 +526,8 @@ bool launch_gemv(const GemvInput& input, const bf16_bits* w, int rows, int cols,
   attribute[0].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attribute;
   config.numAttrs = 1;
-  LAZYSCOPE_CUDA_CHECK(cudaLaunchKernelEx(&config, gemv_kernel<MODE, ROWS>, input, weights, rows, cols, out, out_fp32,
-                                          accumulate, pieces_per_split, partial, counters));
+  LAZYSCOPE_CUDA_CHECK(cudaLaunchKernelEx(&config, gemv_kernel<MODE, ROWS, QKV>, input, weights, rows, cols, out,
+                                          out_fp32, accumulate, pieces_per_split, partial, counters, qkv));
   return true;
 }
 
@@ -487,6 +565,19 @@ void gemv_rmsnorm_bf16(const float* x, const float* norm_weight, float eps, cons
   if (launch_gemv<kInputRmsNorm>(input, w, rows, cols, out, out_fp32, accumulate, stream, workspace)) return;
   rmsnorm(x, norm_weight, 1, cols, eps, scratch, stream);
   gemv_bf16(scratch, w, rows, cols, out, out_fp32, accumulate, stream, workspace);
+}
+
+bool gemv_rmsnorm_qkv_rope(const float* x, const float* norm_weight, float eps, const bf16_bits* wqkv, int cols,
+                           const QkvRopeOutput& output, cudaStream_t stream, const GemvWorkspace* workspace) {
+  if (output.head_dim % 16 != 0 || output.q_dim % output.head_dim != 0 || output.kv_dim % output.head_dim != 0) {
+    return false;
+  }
+  GemvInput input;
+  input.x_f32 = x;
+  input.norm_weight = norm_weight;
+  input.eps = eps;
+  return launch_gemv<kInputRmsNorm, kGemvRows, true>(input, wqkv, output.q_dim + 2 * output.kv_dim, cols, output.q,
+                                                      false, false, stream, workspace, 0, output);
 }
 
 void gemv_swiglu_bf16(const bf16_bits* gate_up, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32,

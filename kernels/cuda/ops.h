@@ -59,6 +59,23 @@ void gemv_rmsnorm_bf16(const float* x, const float* norm_weight, float eps, cons
 // Input = silu(gate) * up from gate_up [2 * cols] = [gate | up], one row:
 void gemv_swiglu_bf16(const bf16_bits* gate_up, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32,
                       bool accumulate, cudaStream_t stream, const GemvWorkspace* workspace, bf16_bits* scratch);
+// The decode step's wqkv GEMV with kv_write folded into its epilogue: input rmsnorm(x) * norm_weight
+// (as gemv_rmsnorm_bf16), output rows [q | k | v] of head_dim each; q goes to `q` (rotated by
+// positions[0] when rotate_q, raw for lazy attention), k rotated and v into the pool slot slots[0],
+// with kv_write's arithmetic. Returns false (nothing launched) where it cannot run (head_dim not a
+// multiple of 16, or an input range too wide for shared memory): then use the separate ops.
+struct QkvRopeOutput {
+  bf16_bits* q = nullptr;  // [q_dim] (the qkv row)
+  bf16_bits* k_pool = nullptr;
+  bf16_bits* v_pool = nullptr;
+  const int32_t* positions = nullptr;  // device, [1]
+  const int32_t* slots = nullptr;      // device, [1]
+  const float* inv_freq = nullptr;     // device, [head_dim / 2]
+  int q_dim = 0, kv_dim = 0, head_dim = 0, num_kv_heads = 0, block_size = 0;
+  bool rotate_q = true;
+};
+bool gemv_rmsnorm_qkv_rope(const float* x, const float* norm_weight, float eps, const bf16_bits* wqkv, int cols,
+                           const QkvRopeOutput& output, cudaStream_t stream, const GemvWorkspace* workspace);
 // Programmatic dependent launch of every GEMV (process-wide, off by default; experimental): a
 // GEMV may start, and put its weight loads in flight, while the kernel before it drains; it waits
 // for that kernel's results before reading its input. Graphs captured before a change keep the

@@ -156,6 +156,19 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
     result.greedy_unfused_ms = time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &unfused_tokens);
     backend.set_fused_decode(true);
   }
+  try {  // experimental, as below
+    backend.set_fused_kv_write(true);
+    std::vector<int32_t> kv_tokens;
+    time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &kv_tokens);  // captures
+    kv_tokens.clear();
+    result.greedy_fused_kv_ms = time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &kv_tokens);
+    result.fused_kv_tokens_match = kv_tokens == graph_tokens;
+    backend.set_fused_kv_write(false);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "fused KV write run failed: %s\n", e.what());
+    result.greedy_fused_kv_ms = 0;
+    backend.set_fused_kv_write(false);
+  }
   try {  // experimental: a failure leaves greedy_pdl_ms at 0 and the rest of the bench running
     backend.set_programmatic_gemv(true);
     std::vector<int32_t> pdl_tokens;

@@ -18,6 +18,8 @@ struct DecodeThroughput {
   double greedy_graph_ms = 0;    // ms/token: forward_greedy (device argmax, 4-byte readback), CUDA graphs
   double greedy_stream_ms = 0;   // the same without graphs (every kernel launched from the host)
   double greedy_unfused_ms = 0;  // graphs, but RMSNorm / SwiGLU as separate launches (set_fused_decode(false))
+  double greedy_fused_kv_ms = 0;  // graphs + fused + kv_write folded into the wqkv GEMV
+  bool fused_kv_tokens_match = false;
   double greedy_pdl_ms = 0;      // graphs + fused + programmatic dependent launch of the GEMVs
   bool pdl_tokens_match = false;
   double logits_ms = 0;          // forward with the logits read back and argmax on the host (graphs on)

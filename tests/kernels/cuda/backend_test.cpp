@@ -345,6 +345,56 @@ TEST(CudaGraphTest, FusedDecodeMatchesSeparateOps) {
   }
 }
 
+std::vector<float> download_pool(const bf16_bits* pool, std::size_t count) {
+  std::vector<bf16_bits> bits(count);
+  LAZYSCOPE_CUDA_CHECK(cudaMemcpy(bits.data(), pool, count * sizeof(bf16_bits), cudaMemcpyDeviceToHost));
+  std::vector<float> out(count);
+  for (std::size_t i = 0; i < count; ++i) out[i] = bf16_to_float(bits[i]);
+  return out;
+}
+
+// The wqkv GEMV storing q / K / V itself (kv_write folded in, experimental) against the separate
+// kv_write: same logits within rounding over lazy and plain decode steps, every tested head size.
+TEST_P(BackendTest, FusedKvWriteMatchesSeparateKvWrite) {
+  LAZYSCOPE_REQUIRE_GPU();
+  const ModelShape shape = GetParam().shape;
+  HostWeights w = random_weights(shape, 29);
+  CudaBackend fused, separate;
+  fused.set_fused_kv_write(true);
+  separate.set_fused_kv_write(false);
+  separate.set_graphs_enabled(false);
+  constexpr int kBlock = 16;
+  for (CudaBackend* b : {&fused, &separate}) {
+    b->load(shape, w.view);
+    b->allocate_pool(16, kBlock);
+  }
+  const std::vector<int32_t> prompt = random_tokens(27, shape.vocab_size, 71);
+  std::vector<float> fused_logits, separate_logits;
+  Segment seg = prefill(separate, prompt, 0, 0, kBlock, {}, false, &separate_logits);
+  prefill(fused, prompt, 0, 0, kBlock, {}, false, &fused_logits);
+  std::vector<BlockRef> table = seg.blocks;
+  std::vector<int32_t> tokens, positions, slots;
+  int32_t token = host_argmax(separate_logits);
+  for (int i = 0; i < 10; ++i) {
+    ForwardStep step = next_step(table, 27 + i, kBlock, token, i % 2 == 1, tokens, positions, slots);
+    step.want_logits = true;
+    fused.forward(step, &fused_logits);
+    separate.forward(step, &separate_logits);
+    EXPECT_LT(relative_error(fused_logits, separate_logits), 2e-3) << "decode step " << i;
+    token = host_argmax(separate_logits);
+  }
+  // The pools hold the same keys and values (one bf16 rounding apart at most).
+  for (int layer = 0; layer < shape.num_layers; ++layer) {
+    const std::size_t count = std::size_t(fused.layer_pool_elements());
+    std::vector<float> a = download_pool(fused.k_pool(layer), count);
+    std::vector<float> b = download_pool(separate.k_pool(layer), count);
+    EXPECT_LT(relative_error(a, b), 1e-2) << "K pool, layer " << layer;
+    a = download_pool(fused.v_pool(layer), count);
+    b = download_pool(separate.v_pool(layer), count);
+    EXPECT_LT(relative_error(a, b), 1e-2) << "V pool, layer " << layer;
+  }
+}
+
 // Programmatic dependent launch of the GEMVs (experimental) changes only when kernels start:
 // graph steps with it give the same logits bit for bit as stream steps without it.
 TEST(CudaGraphTest, ProgrammaticLaunchGivesIdenticalLogits) {
