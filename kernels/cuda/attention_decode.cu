@@ -133,6 +133,36 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
   const int row = lane / 4, quad_col = lane % 4;  // this lane's A/C fragment row (group head) and column pair
   __nv_bfloat16* ring = reinterpret_cast<__nv_bfloat16*>(smem) + warp * kStages * kStageElements;
 
+  // The query as the A fragment: row `row` (rows >= G are zero), dims kk*16 + 2*quad_col + {0,1}
+  // in q_frag[kk][0] and + 8 in q_frag[kk][1]; rows 8..15 of the tile are zero registers.
+  const bf16_bits* q_seq = p.q + seq * p.q_row_stride + int64_t(kv_head) * G * D;
+  auto load_query = [&](uint32_t (&frag)[kSteps][2]) {
+#pragma unroll
+    for (int kk = 0; kk < kSteps; ++kk) {
+      frag[kk][0] = frag[kk][1] = 0;
+      if (row < G) {
+        frag[kk][0] = *reinterpret_cast<const uint32_t*>(q_seq + row * D + kk * 16 + 2 * quad_col);
+        frag[kk][1] = *reinterpret_cast<const uint32_t*>(q_seq + row * D + kk * 16 + 8 + 2 * quad_col);
+      }
+    }
+  };
+  uint32_t q_frag[kSteps][2];
+  // Lazy: the rotation's inputs are requested first, so the first rotation (right after the
+  // prologue) waits on nothing longer than the K/V copies do. Lane L holds the frequencies L and
+  // L + 32 (angles formed as rope_cos_sin does).
+  uint32_t q_raw[kSteps][2];  // lazy only
+  float freq[kTrigSlots];
+  long long position = 0;
+  if constexpr (LAZY) {
+    load_query(q_raw);
+#pragma unroll
+    for (int t = 0; t < kTrigSlots; ++t) {
+      const int i = lane + 32 * t;
+      freq[t] = i < kHalf ? p.inv_freq[i] : 0.0f;
+    }
+    position = p.q_positions[seq];
+  }
+
   const int entry_first = p.seq_entry_offsets[seq], entry_last = p.seq_entry_offsets[seq + 1];
   const int per_split = (entry_last - entry_first + p.num_splits - 1) / p.num_splits;
   const int begin = entry_first + split * per_split;
@@ -144,58 +174,42 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
   const int64_t head_stride = int64_t(p.block_size) * D;
 
   // Warp w takes units w, w + 4, ...; the first kStages − 1 are in flight before anything else.
+  // Returns the unit's shift.
   auto issue = [&](int unit, int stage) {
     const KvEntry ref = p.entries[begin + (unit >> unit_shift)];
     const int64_t base = (int64_t(ref.block) * p.num_kv_heads + kv_head) * head_stride;
     load_unit<D>(ring + stage * kStageElements, p.k_pool + base, p.v_pool + base,
                  (unit & unit_mask) * kUnitKeys, ref.valid, lane);
+    return ref.shift;
   };
+  int first_shift = 0;
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     const int unit = warp + s * kDecodeWarps;
-    if (unit < num_units) issue(unit, s);
+    if (unit < num_units) {
+      const int shift = issue(unit, s);
+      if (s == 0) first_shift = shift;
+    }
     cp_async_commit();
   }
 
-  // The query as the A fragment: row `row` (rows >= G are zero), dims kk*16 + 2*quad_col + {0,1}
-  // in q_frag[kk][0] and + 8 in q_frag[kk][1]; rows 8..15 of the tile are zero registers.
-  const bf16_bits* q_seq = p.q + seq * p.q_row_stride + int64_t(kv_head) * G * D;
-  uint32_t q_frag[kSteps][2];
-  uint32_t q_raw[kSteps][2];  // lazy only (unused, and compiled out, in plain)
-#pragma unroll
-  for (int kk = 0; kk < kSteps; ++kk) {
-    uint32_t lo = 0, hi = 0;
-    if (row < G) {
-      lo = *reinterpret_cast<const uint32_t*>(q_seq + row * D + kk * 16 + 2 * quad_col);
-      hi = *reinterpret_cast<const uint32_t*>(q_seq + row * D + kk * 16 + 8 + 2 * quad_col);
-    }
-    if constexpr (LAZY) {
-      q_raw[kk][0] = lo;
-      q_raw[kk][1] = hi;
-      q_frag[kk][0] = q_frag[kk][1] = 0;
-    } else {
-      q_frag[kk][0] = lo;
-      q_frag[kk][1] = hi;
-    }
-  }
-  // Lazy: lane L forms the angles of frequencies L and L + 32 (as rope_cos_sin does).
-  float freq[kTrigSlots];
-  long long position = 0;
+  bool rotated = false;
+  int current_shift = 0;
   if constexpr (LAZY) {
-#pragma unroll
-    for (int t = 0; t < kTrigSlots; ++t) {
-      const int i = lane + 32 * t;
-      freq[t] = i < kHalf ? p.inv_freq[i] : 0.0f;
+    // The first run's rotation, under the prologue's copies.
+    if (warp < num_units) {
+      rotate_query<D>(q_raw, q_frag, freq, position - first_shift, quad_col);
+      current_shift = first_shift;
+      rotated = true;
     }
-    position = p.q_positions[seq];
+  } else {
+    load_query(q_frag);
   }
   const float score_scale = rsqrtf(float(D)) * kLog2e;  // scores kept in the log2 domain
   float o[D / 8][4];
 #pragma unroll
   for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
   float row_max = -INFINITY, row_sum = 0.0f;  // of row `row`, quad-uniform max, lane-partial sum
-  bool rotated = false;
-  int current_shift = 0;
   // ldmatrix row addresses: K (B of Q·K^T, non-transposed) and V (B of P·V, transposed).
   const int k_key = lane % 8 + (lane / 16) * 8, k_half = (lane / 8) % 2;
   const int v_key = lane % 8 + ((lane / 8) % 2) * 8, v_half = lane / 16;
