@@ -382,8 +382,10 @@ void dispatch_group(const DecodeParams& p, cudaStream_t stream) {
 int decode_num_splits(int batch, int num_kv_heads, int max_entries, int sm_count) {
   const int ctas = batch * num_kv_heads;
   // Two resident CTAs per SM (D128: 96 KB of stage rings and <= 180 registers a thread; smaller
-  // heads fit more, so this is the conservative count). Pick the fewest splits that fill
-  // the last wave to >= 90 %, so no half-empty wave doubles the time; each split keeps >= 4 blocks.
+  // heads fit more, so this is the conservative count). Every CTA streams its share at the same
+  // rate, so one nearly full wave is as good as several, and each extra wave or split costs a
+  // prologue's latency (and splits > 1 a combine pass): take the fewest splits whose last wave is
+  // >= 95 % full, else the fullest; each split keeps >= 4 blocks (a unit for every warp).
   const int capacity = 2 * sm_count;
   const int max_splits = std::max(1, std::min(128, max_entries / 4));
   int best = 1;
@@ -392,7 +394,7 @@ int decode_num_splits(int batch, int num_kv_heads, int max_entries, int sm_count
     const int total = ctas * splits;
     const int waves = (total + capacity - 1) / capacity;
     const double efficiency = double(total) / (double(waves) * capacity);
-    if (total >= capacity && efficiency >= 0.9) return splits;
+    if (efficiency >= 0.95) return splits;
     if (efficiency > best_efficiency + 1e-9) {
       best_efficiency = efficiency;
       best = splits;
