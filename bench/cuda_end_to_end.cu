@@ -25,8 +25,9 @@ int main(int argc, char** argv) {
     const bool one_model = argc > 2 && std::strcmp(argv[1], "--model") == 0;
     std::printf("\n## Batch-1 greedy decode (prompt 2048 tokens, 128 steps; host clock, each step ends with its token on the host)\n");
     std::printf("graphs: one CUDA graph per launch signature replays the whole one-token forward; greedy: argmax on the device, "
-                "4 bytes read back; logits: all logits read back, argmax on the host (graphs on); device: GPU-event "
-                "ms/token of graph steps queued back to back.\n\n");
+                "4 bytes read back; logits: all logits read back, argmax on the host (graphs on); device: median "
+                "GPU-event time of a greedy graph step (events around each step: upload, kernels, LM head, argmax, "
+                "readback; wall minus device = host turnaround between steps).\n\n");
     std::printf("| model | weight GB/token | bound tok/s | tok/s greedy+graphs | %% of bound | ms/token | tok/s greedy, no graphs | ms/token | tok/s graphs, unfused norm/SwiGLU | tok/s graphs + KV write in wqkv GEMV (same tokens) | tok/s graphs + PDL GEMVs (same tokens) | tok/s logits readback | device ms/token | device %% of bound | graphs captured | same tokens | prefill 2048 tok/s |\n");
     std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n");
     const std::vector<std::string> models =
@@ -48,7 +49,7 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
     if (one_model) return 0;
-    std::printf("\n## bf16 GEMV at one token (the decode GEMMs), 8B and 1B shapes; GPU events over 50 back-to-back calls\n| weight | splits | cuBLAS GB/s | gemv_bf16 GB/s | gemv_bf16 %% of copy |\n|---|---:|---:|---:|---:|\n");
+    std::printf("\n## bf16 GEMV at one token (the decode GEMMs), 8B and 1B shapes; GPU events over 50 back-to-back calls; PDL: programmatic dependent launch (the next call's weight loads start while this one drains)\n| weight | splits | cuBLAS GB/s | gemv_bf16 GB/s | gemv_bf16 %% of copy | gemv_bf16 + PDL GB/s | + PDL %% of copy |\n|---|---:|---:|---:|---:|---:|---:|\n");
     const int shapes[9][2] = {{6144, 4096}, {4096, 4096},  {28672, 4096}, {4096, 14336}, {128256, 4096},
                               {3072, 2048}, {2048, 2048},  {16384, 2048}, {2048, 8192}};
     const char* names[9] = {"8B wqkv 6144x4096", "8B wo 4096x4096", "8B w_gate_up 28672x4096", "8B w_down 4096x14336",
@@ -57,8 +58,15 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 9; ++i) {
       const double cublas = cuda::measure_gemv_gbs(shapes[i][0], shapes[i][1], false);
       const double ours = cuda::measure_gemv_gbs(shapes[i][0], shapes[i][1], true);
-      std::printf("| %s | %d | %.0f | %.0f | %.0f %% |\n", names[i], cuda::gemv_num_splits(shapes[i][0], shapes[i][1]),
-                  cublas, ours, 100.0 * ours / copy_gbs);
+      double pdl = 0.0;
+      try {
+        pdl = cuda::measure_gemv_gbs(shapes[i][0], shapes[i][1], true, 0, 2, true);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "PDL GEMV failed: %s\n", e.what());
+      }
+      std::printf("| %s | %d | %.0f | %.0f | %.0f %% | %.0f | %.0f %% |\n", names[i],
+                  cuda::gemv_num_splits(shapes[i][0], shapes[i][1]), cublas, ours, 100.0 * ours / copy_gbs, pdl,
+                  100.0 * pdl / copy_gbs);
       std::fflush(stdout);
     }
     std::printf("\n## gemv_bf16 GB/s by column splits (split-K) and rows a warp (2: production; 4: half the pieces a row per step)\n| weight | rows/warp | 1 | 2 | 4 | 8 | 16 | default splits |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");

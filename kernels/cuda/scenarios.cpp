@@ -93,13 +93,22 @@ ForwardStep decode_step(DecodeState& state, std::vector<int32_t>& tokens, std::v
 enum class DecodeMode { GreedyGraph, GreedyStream, Logits };
 
 // Warm-up steps, then `steps` timed ones (host clock, each step ends with its token on the host);
-// returns ms per token and the tokens chosen.
-double time_decode(CudaBackend& backend, DecodeState state, DecodeMode mode, int steps, std::vector<int32_t>* chosen) {
+// returns ms per token and the tokens chosen. `gpu_ms` (optional) receives the median GPU-event
+// time of a step: events around each step on the backend's stream (the step's upload, kernels,
+// LM head and readback; not the host's turnaround between steps). The events cost the host a few
+// µs a step, so a pass that reports gpu_ms is not the one to read the wall time from.
+double time_decode(CudaBackend& backend, DecodeState state, DecodeMode mode, int steps, std::vector<int32_t>* chosen,
+                   double* gpu_ms = nullptr) {
   backend.set_graphs_enabled(mode != DecodeMode::GreedyStream);
   std::vector<int32_t> tokens, positions, slots;
   std::vector<float> logits;
-  auto step_once = [&] {
+  cudaEvent_t begin_event, end_event;
+  LAZYSCOPE_CUDA_CHECK(cudaEventCreate(&begin_event));
+  LAZYSCOPE_CUDA_CHECK(cudaEventCreate(&end_event));
+  std::vector<double> gpu_times;
+  auto step_once = [&](bool timed) {
     ForwardStep step = decode_step(state, tokens, positions, slots);
+    if (timed && gpu_ms != nullptr) LAZYSCOPE_CUDA_CHECK(cudaEventRecord(begin_event, backend.stream()));
     if (mode == DecodeMode::Logits) {
       step.want_logits = true;
       backend.forward(step, &logits);
@@ -107,14 +116,26 @@ double time_decode(CudaBackend& backend, DecodeState state, DecodeMode mode, int
     } else {
       state.token = backend.forward_greedy(step);
     }
+    if (timed && gpu_ms != nullptr) {
+      // The step has synchronised: this event completes at once, so the pair spans the step.
+      LAZYSCOPE_CUDA_CHECK(cudaEventRecord(end_event, backend.stream()));
+      LAZYSCOPE_CUDA_CHECK(cudaEventSynchronize(end_event));
+      float ms = 0.0f;
+      LAZYSCOPE_CUDA_CHECK(cudaEventElapsedTime(&ms, begin_event, end_event));
+      gpu_times.push_back(ms);
+    }
     ++state.length;
     chosen->push_back(state.token);
   };
   constexpr int kWarmup = 3;
-  for (int i = 0; i < kWarmup; ++i) step_once();
+  for (int i = 0; i < kWarmup; ++i) step_once(false);
   const auto start = Clock::now();
-  for (int i = 0; i < steps; ++i) step_once();
-  return ms_since(start) / steps;
+  for (int i = 0; i < steps; ++i) step_once(true);
+  const double wall_ms = ms_since(start) / steps;
+  LAZYSCOPE_CUDA_CHECK(cudaEventDestroy(begin_event));
+  LAZYSCOPE_CUDA_CHECK(cudaEventDestroy(end_event));
+  if (gpu_ms != nullptr) *gpu_ms = median(gpu_times);
+  return wall_ms;
 }
 
 }  // namespace
@@ -142,8 +163,9 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
   std::vector<int32_t> graph_tokens, stream_tokens, logits_tokens;
   // A first graph pass captures every launch signature the steps meet (split counts change
   // with the table length); the timed pass replays them.
+  // The capture pass also reports the median GPU time of a step (a capture step is an outlier).
   const int captures_before = backend.graph_captures();
-  time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &graph_tokens);
+  time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &graph_tokens, &result.device_ms);
   result.graph_captures = backend.graph_captures() - captures_before;
   graph_tokens.clear();
   result.greedy_graph_ms = time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &graph_tokens);
@@ -185,34 +207,15 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
   }
   result.logits_ms = time_decode(backend, prompt, DecodeMode::Logits, decode_steps, &logits_tokens);
   result.tokens_match = graph_tokens == stream_tokens && graph_tokens == logits_tokens;
-  // Device time: graph steps queued back to back without reading anything (host runs ahead).
-  backend.set_graphs_enabled(true);
-  DecodeState state = prompt;
-  std::vector<int32_t> tokens, positions, slots;
-  for (int i = 0; i < 3; ++i) {
-    backend.forward(decode_step(state, tokens, positions, slots), nullptr);
-    ++state.length;
-  }
-  cudaEvent_t start_event, stop_event;
-  LAZYSCOPE_CUDA_CHECK(cudaEventCreate(&start_event));
-  LAZYSCOPE_CUDA_CHECK(cudaEventCreate(&stop_event));
-  backend.synchronize();
-  LAZYSCOPE_CUDA_CHECK(cudaEventRecord(start_event, backend.stream()));
-  for (int i = 0; i < decode_steps; ++i) {
-    backend.forward(decode_step(state, tokens, positions, slots), nullptr);
-    ++state.length;
-  }
-  LAZYSCOPE_CUDA_CHECK(cudaEventRecord(stop_event, backend.stream()));
-  LAZYSCOPE_CUDA_CHECK(cudaEventSynchronize(stop_event));
-  float device_ms = 0.0f;
-  LAZYSCOPE_CUDA_CHECK(cudaEventElapsedTime(&device_ms, start_event, stop_event));
-  result.device_ms = double(device_ms) / decode_steps;
-  LAZYSCOPE_CUDA_CHECK(cudaEventDestroy(start_event));
-  LAZYSCOPE_CUDA_CHECK(cudaEventDestroy(stop_event));
   return result;
 }
 
-double measure_gemv_gbs(int rows, int cols, bool custom, int splits, int rows_per_warp) {
+double measure_gemv_gbs(int rows, int cols, bool custom, int splits, int rows_per_warp, bool programmatic) {
+  struct Restore {
+    bool before = gemv_programmatic_launch();
+    ~Restore() { gemv_set_programmatic_launch(before); }
+  } restore;
+  gemv_set_programmatic_launch(programmatic);
   cublasHandle_t handle;
   LAZYSCOPE_CUBLAS_CHECK(cublasCreate(&handle));
   const std::size_t weight_bytes = std::size_t(rows) * cols * 2;

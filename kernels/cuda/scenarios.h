@@ -23,7 +23,7 @@ struct DecodeThroughput {
   double greedy_pdl_ms = 0;      // graphs + fused + programmatic dependent launch of the GEMVs
   bool pdl_tokens_match = false;
   double logits_ms = 0;          // forward with the logits read back and argmax on the host (graphs on)
-  double device_ms = 0;          // GPU-event ms/token of graph steps queued back to back (no readback)
+  double device_ms = 0;          // GPU-event ms/token of the greedy graph steps (events around each step)
   int graph_captures = 0;        // graphs instantiated by the greedy graph run
   bool tokens_match = false;     // graph, stream and logits runs chose the same tokens
   double tokens_per_second() const { return greedy_graph_ms > 0 ? 1000.0 / greedy_graph_ms : 0.0; }
@@ -32,7 +32,9 @@ struct DecodeThroughput {
 // Achieved GB/s of a one-token bf16 GEMM (GEMV) out = x @ w^T, w [rows, cols], through cuBLAS or
 // our gemv_bf16 (custom; `splits` 0 = its default split-K, else that many column splits); median
 // of repeated calls over weights larger than L2.
-double measure_gemv_gbs(int rows, int cols, bool custom, int splits = 0, int rows_per_warp = 2);
+// `programmatic`: launch our GEMVs with programmatic dependent launch (back-to-back calls overlap).
+double measure_gemv_gbs(int rows, int cols, bool custom, int splits = 0, int rows_per_warp = 2,
+                        bool programmatic = false);
 DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, int decode_steps);
 
 // Time to first token (logits of the last prompt token) of docs × doc_tokens cached documents plus
