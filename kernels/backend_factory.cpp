@@ -1,6 +1,7 @@
 // Chooses and builds a backend; the only place that links the CUDA library when it exists.
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/device_trace.h"
 #include "kernels/error.h"
 #ifdef LAZYSCOPE_HAVE_CUDA
 #include "kernels/cuda_entry.h"
@@ -35,6 +36,19 @@ std::unique_ptr<Backend> make_backend_for(BackendKind kind, const ModelShape& sh
   if (kind != BackendKind::Auto) throw Error("--backend " + backend->name() + ": " + why);
   if (note) *note = "the " + backend->name() + " backend cannot run this model (" + why + "): using the CPU";
   return make_backend(BackendKind::Cpu, cpu_threads);
+}
+
+std::unique_ptr<DeviceTracer> make_device_tracer(std::string* why) {
+#ifdef LAZYSCOPE_HAVE_CUDA
+  if (cuda_device_count() == 0) {
+    if (why) *why = "no CUDA GPU is visible on this machine";
+    return nullptr;
+  }
+  return cuda::make_cupti_tracer(why);
+#else
+  if (why) *why = "this build of LazyScope has no CUDA backend (nvcc was not found)";
+  return nullptr;
+#endif
 }
 
 }  // namespace lazyscope

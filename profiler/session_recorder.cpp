@@ -60,6 +60,16 @@ void SessionRecorder::on_request_finished(const RequestFinishedEvent& e) {
   request_open_ = false;
 }
 
+void SessionRecorder::on_device_spans(const std::vector<DeviceSpan>& spans) {
+  std::lock_guard lock(mutex_);
+  const double origin_ns =
+      double(std::chrono::duration_cast<std::chrono::nanoseconds>(start_.time_since_epoch()).count());
+  for (const DeviceSpan& d : spans) {
+    const double start = (double(d.start_ns) - origin_ns) * 1e-6;
+    data_.spans.push_back({current_request_, d.name, d.kind, start, double(d.end_ns - d.start_ns) * 1e-6});
+  }
+}
+
 SessionRecording SessionRecorder::snapshot() const {
   std::lock_guard lock(mutex_);
   return data_;

@@ -15,7 +15,7 @@ namespace lazyscope {
 struct RecordedSpan {
   int request = 0;
   std::string name;
-  std::string category;  // "encode", "decode", "request"
+  std::string category;  // host: "request", "encode", "prefill", "decode"; device: "kernel", "memcpy", "memset", "range"
   double start_ms = 0.0;  // since the recorder started
   double duration_ms = 0.0;
 };
@@ -60,6 +60,7 @@ class SessionRecorder final : public EventSink {
   void on_block(const BlockEvent& e) override;
   void on_token(const TokenEvent& e) override;
   void on_request_finished(const RequestFinishedEvent& e) override;
+  void on_device_spans(const std::vector<DeviceSpan>& spans) override;
   SessionRecording snapshot() const;
 
  private:

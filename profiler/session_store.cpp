@@ -2,6 +2,9 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <map>
+#include <tuple>
+
 #include <nlohmann/json.hpp>
 
 #include "kernels/error.h"
@@ -279,11 +282,28 @@ std::string chrome_trace_json(const SessionRecording& r) {
     events.push_back({{"ph", "M"}, {"pid", 1}, {"tid", tid}, {"name", "thread_name"},
                       {"args", {{"name", tid == 1 ? "requests" : tid == 2 ? "segment encodes" : "prefill / decode"}}}});
   }
+  // Device spans (generate --trace-gpu): a second process "GPU" with kernels and copies on their own
+  // tracks; the host ranges that enclose them stay with the engine's host tracks.
+  const std::map<std::string, std::pair<int, int>> device_tracks = {
+      {"kernel", {2, 1}}, {"memcpy", {2, 2}}, {"memset", {2, 2}}, {"range", {1, 6}}};
+  bool any_device = false;
   for (const RecordedSpan& s : r.spans) {
-    auto it = tracks.find(s.category);
-    events.push_back({{"ph", "X"}, {"pid", 1}, {"tid", it == tracks.end() ? 4 : it->second}, {"name", s.name},
-                      {"cat", s.category}, {"ts", s.start_ms * 1000.0}, {"dur", s.duration_ms * 1000.0},
-                      {"args", {{"request", s.request}}}});
+    int pid = 1, tid = 4;
+    if (auto it = tracks.find(s.category); it != tracks.end()) {
+      tid = it->second;
+    } else if (auto dt = device_tracks.find(s.category); dt != device_tracks.end()) {
+      std::tie(pid, tid) = dt->second;
+      any_device = true;
+    }
+    events.push_back({{"ph", "X"}, {"pid", pid}, {"tid", tid}, {"name", s.name}, {"cat", s.category},
+                      {"ts", s.start_ms * 1000.0}, {"dur", s.duration_ms * 1000.0}, {"args", {{"request", s.request}}}});
+  }
+  if (any_device) {
+    events.push_back({{"ph", "M"}, {"pid", 1}, {"name", "process_name"}, {"args", {{"name", "engine (host)"}}}});
+    events.push_back({{"ph", "M"}, {"pid", 1}, {"tid", 6}, {"name", "thread_name"}, {"args", {{"name", "NVTX ranges"}}}});
+    events.push_back({{"ph", "M"}, {"pid", 2}, {"name", "process_name"}, {"args", {{"name", "GPU"}}}});
+    events.push_back({{"ph", "M"}, {"pid", 2}, {"tid", 1}, {"name", "thread_name"}, {"args", {{"name", "kernels"}}}});
+    events.push_back({{"ph", "M"}, {"pid", 2}, {"tid", 2}, {"name", "thread_name"}, {"args", {{"name", "copies"}}}});
   }
   for (const RecordedBlockEvent& b : r.blocks) {
     if (b.event.action == BlockAction::Allocated || b.event.action == BlockAction::Released) continue;

@@ -30,6 +30,7 @@ struct GenerateArgs {
   std::string kv_budget = "256MiB";
   std::string chat = "auto";
   std::string record;
+  bool trace_gpu = false;
   int block_size = 16;
   int max_new_tokens = -1;
   int threads = 0;
@@ -126,6 +127,8 @@ void run_generate(const GenerateArgs& args) {
   options.kv_budget_bytes = parse_byte_size(args.kv_budget);
   options.block_size = args.block_size;
   options.cpu_threads = args.threads;
+  options.trace_device = args.trace_gpu;
+  if (args.trace_gpu && args.record.empty()) throw Error("--trace-gpu needs --record FILE (the trace is saved in the report)");
   Request request = load_request_file(args.request_file);
   std::vector<Policy> policies;
   std::vector<Mode> modes;
@@ -148,6 +151,9 @@ void run_generate(const GenerateArgs& args) {
   Session session(options, args.record.empty() ? nullptr : &recorder, bar.callback());
   bar.finish();
   if (!session.backend_note().empty()) std::fprintf(stderr, "note: %s\n", session.backend_note().c_str());
+  if (!session.device_trace_note().empty()) {
+    std::fprintf(stderr, "note: no GPU kernel trace: %s\n", session.device_trace_note().c_str());
+  }
   std::fprintf(stderr, "model %s on %s (%s)\n", session.config().name.c_str(), session.backend_name().c_str(),
                session.device().c_str());
   const bool use_chat = args.chat == "on" || (args.chat == "auto" && !session.model().chat_template.empty());
@@ -174,6 +180,10 @@ void run_generate(const GenerateArgs& args) {
     recorder.set_metadata("device", session.device());
     recorder.set_metadata("kv_budget_bytes", std::to_string(options.kv_budget_bytes));
     recorder.set_metadata("request_file", args.request_file);
+    if (args.trace_gpu) {
+      const std::string& why = session.device_trace_note();
+      recorder.set_metadata("device_trace", why.empty() ? "cupti" : "off: " + why);
+    }
     save_session_sqlite(recorder.snapshot(), args.record);
     std::printf("session report: %s\n", args.record.c_str());
   }
@@ -201,6 +211,8 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)");
   cmd->add_option("--chat", args->chat, "Wrap text requests in the model's chat template: auto, on, off")->capture_default_str();
   cmd->add_option("--record", args->record, "Save the session (requests, segments, block events, tokens, spans) as a SQLite report");
+  cmd->add_flag("--trace-gpu", args->trace_gpu,
+                "With --record and the CUDA backend: add every GPU kernel and copy (CUPTI) and the engine's NVTX ranges to the report");
   cmd->callback([args] { run_generate(*args); });
 }
 

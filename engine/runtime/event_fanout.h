@@ -26,6 +26,9 @@ class EventFanout final : public EventSink {
   void on_pool(const PoolEvent& e) override {
     for (EventSink* s : sinks_) s->on_pool(e);
   }
+  void on_device_spans(const std::vector<DeviceSpan>& spans) override {
+    for (EventSink* s : sinks_) s->on_device_spans(spans);
+  }
 
  private:
   std::vector<EventSink*> sinks_;

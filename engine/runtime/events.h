@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/device_trace.h"
+
 namespace lazyscope {
 
 enum class SegmentKind { Prefix, Document, Query, Copy };
@@ -86,6 +88,9 @@ class EventSink {
   virtual void on_token(const TokenEvent&) {}
   virtual void on_request_finished(const RequestFinishedEvent&) {}
   virtual void on_pool(const PoolEvent&) {}
+  // GPU kernels, copies and host ranges of the request that is finishing (SessionOptions::trace_device);
+  // arrives just before on_request_finished.
+  virtual void on_device_spans(const std::vector<DeviceSpan>&) {}
 };
 
 }  // namespace lazyscope

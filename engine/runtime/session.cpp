@@ -65,6 +65,8 @@ struct Session::Impl {
   }
   mutable std::mutex stats_mutex;
   std::map<Policy, CacheStats> cumulative;
+  std::unique_ptr<DeviceTracer> tracer;  // after `backend`: flushed before the backend goes
+  std::string trace_note;                // why there is no device trace, when one was asked for
 };
 
 Session::Session(const SessionOptions& options, EventSink* sink, const ProgressFn& progress)
@@ -98,6 +100,13 @@ Session::Session(const SessionOptions& options, EventSink* sink, const ProgressF
   impl_->backend->allocate_pool(int(blocks), options.block_size);
   impl_->cache = std::make_unique<KvCacheManager>(int(blocks), options.block_size, per_block,
                                                    impl_->model.identity, sink);
+  if (options.trace_device) {
+    if (impl_->backend->name() != "cuda") {
+      impl_->trace_note = "device traces need the CUDA backend (this session runs on " + impl_->backend->name() + ")";
+    } else {
+      impl_->tracer = make_device_tracer(&impl_->trace_note);
+    }
+  }
   if (progress) progress(1.0, "ready");
 }
 
@@ -109,6 +118,7 @@ const LoadedModel& Session::model() const { return impl_->model; }
 std::string Session::backend_name() const { return impl_->backend->name(); }
 std::string Session::device() const { return impl_->backend->device(); }
 const std::string& Session::backend_note() const { return impl_->note; }
+const std::string& Session::device_trace_note() const { return impl_->trace_note; }
 
 CacheStats Session::cumulative(Policy policy) const {
   std::lock_guard lock(impl_->stats_mutex);
@@ -162,8 +172,11 @@ RunResult Session::submit(const Request& request, const RunOptions& options, con
     for (const SegmentTask& task : plan.encodes) {
       const Clock::time_point te = Clock::now();
       ForwardStep step{task.tokens, task.positions, task.slots, task.table, task.lazy, false};
-      im.backend->forward(step, nullptr);
-      im.backend->synchronize();
+      {
+        DeviceRange range(im.tracer.get(), "encode segment " + std::to_string(task.segment));
+        im.backend->forward(step, nullptr);
+        im.backend->synchronize();
+      }
       if (im.sink) {
         SegmentEvent e;
         e.segment = task.segment;
@@ -180,11 +193,17 @@ RunResult Session::submit(const Request& request, const RunOptions& options, con
         im.sink->on_segment(e);
       }
     }
-    if (!plan.copies.empty()) im.backend->copy_blocks(plan.copies);
+    if (!plan.copies.empty()) {
+      DeviceRange range(im.tracer.get(), "copy " + std::to_string(plan.copies.size()) + " blocks");
+      im.backend->copy_blocks(plan.copies);
+    }
     std::vector<float> logits;
     const SegmentTask& pt = plan.prompt;
     ForwardStep prompt_step{pt.tokens, pt.positions, pt.slots, pt.table, pt.lazy, true};
-    im.backend->forward(prompt_step, &logits);
+    {
+      DeviceRange range(im.tracer.get(), "prefill " + std::to_string(pt.tokens.size()) + " tokens (" + result.policy + ")");
+      im.backend->forward(prompt_step, &logits);
+    }
     result.prompt_last_logits = logits;
     const std::vector<int32_t> eos = im.synthetic ? std::vector<int32_t>{} : im.model.tokenizer.eos_ids();
     std::string emitted_text;
@@ -210,6 +229,7 @@ RunResult Session::submit(const Request& request, const RunOptions& options, con
       if (is_eos || step_index + 1 == max_new) break;
       SegmentTask next = im.cache->next_decode_step(plan, token);
       ForwardStep ds{next.tokens, next.positions, next.slots, next.table, next.lazy, true};
+      DeviceRange range(im.tracer.get(), "decode step " + std::to_string(step_index + 1));
       im.backend->forward(ds, &logits);
     }
     if (result.generated_ids.size() > 1) {
@@ -242,6 +262,10 @@ RunResult Session::submit(const Request& request, const RunOptions& options, con
   done.decode_ms_per_token = result.decode_ms_per_token;
   done.stats = plan.stats;
   done.cancelled = result.cancelled;
+  if (im.tracer) {
+    const std::vector<DeviceSpan> spans = im.tracer->drain();
+    if (im.sink) im.sink->on_device_spans(spans);
+  }
   if (im.sink) im.sink->on_request_finished(done);
   return result;
 }

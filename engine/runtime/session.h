@@ -30,6 +30,7 @@ struct SessionOptions {
   std::size_t kv_budget_bytes = 64ull << 20;
   int block_size = 16;
   int cpu_threads = 0;                   // 0 = all cores
+  bool trace_device = false;             // CUPTI kernel trace + NVTX ranges (CUDA backend only)
 };
 
 // Parses "64MiB", "1GiB", "500MB", "4096" (bytes). Throws Error.
@@ -99,6 +100,8 @@ class Session {
   std::string device() const;
   // Non-empty when --backend auto could not use the GPU for this model, saying why.
   const std::string& backend_note() const;
+  // Empty when trace_device was asked for and works; otherwise why there is no device trace.
+  const std::string& device_trace_note() const;
   PoolSnapshot snapshot() const;
   CacheStats cumulative(Policy policy) const;
   // Drops every cached segment (blocks return to the free list).
