@@ -6,11 +6,13 @@
 #   bench     bench_cuda_attention and bench_cuda_end_to_end
 #   peers     bench/peers_sdpa.py (PyTorch SDPA flash / cuDNN on the same shapes)
 #   profile   Nsight Compute sections of one decode and one prefill launch (see below)
+#   trace     generate --trace-gpu on a synthetic Llama-3.2-1B RAG request: session report, Chrome trace
+#             and the top kernels by GPU time
 #   all       every step above
 set -o pipefail
 steps=" $* "
 [ "$steps" = "  " ] && steps=" all "
-[[ "$steps" == *" all "* ]] && steps=" tests sanitize bench peers profile "
+[[ "$steps" == *" all "* ]] && steps=" tests sanitize bench peers profile trace "
 has() { [[ "$steps" == *" $1 "* ]]; }
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -20,7 +22,7 @@ B=build-dev
 t0=$(date +%s)
 cmake -S . -B $B -G Ninja -DLAZYSCOPE_WITH_GUI=OFF -DCMAKE_CUDA_ARCHITECTURES=90 -DLAZYSCOPE_PYTHON=python3 \
   -DLAZYSCOPE_BUILD_BENCH=ON > "$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; exit 1; }
-targets="lazyscope_cuda test_kernels_cuda bench_cuda_attention bench_cuda_end_to_end"
+targets="lazyscope_cuda test_kernels_cuda bench_cuda_attention bench_cuda_end_to_end lazyscope-cli"
 ninja -C $B -j16 -k 0 $targets >> "$OUT/build.log" 2>&1 || echo "BUILD: some targets failed (see build.log)"
 grep -E "error|FAILED|spill" "$OUT/build.log" | grep -v " 0 bytes spill" | head -30
 echo "== build took $(( $(date +%s) - t0 )) s"
@@ -58,5 +60,24 @@ if has profile; then
   timeout 120 ncu --clock-control none $S -k "regex:${PROFILE_PREFILL_KERNEL:-prefill_kernel}" \
     --launch-skip "${PROFILE_PREFILL_SKIP:-400}" --launch-count 1 $B/bench/bench_cuda_attention \
     > "$OUT/ncu_prefill.txt" 2>&1; echo "ncu prefill rc=$?"
+fi
+if has trace; then
+  python3 -c 'import json; d=[list(range(100+i*7, 100+i*7+300)) for i in range(4)]
+print(json.dumps({"prefix_ids":[1,2,3],"document_ids":d,"query_ids":list(range(40,72)),"max_new_tokens":16}))' > "$OUT/rag_request.json"
+  CLI=$B/app/lazyscope-cli
+  for policy in lazy materialized; do
+    timeout 120 $CLI generate --synthetic llama-3.2-1b --backend cuda --kv-budget 1GiB --request "$OUT/rag_request.json" \
+      --policy $policy --trace-gpu --record "$OUT/trace_$policy.db" 2>&1 | tail -4
+    $CLI session trace "$OUT/trace_$policy.db" --out "$OUT/trace_$policy.json" 2>&1 | tail -1
+    python3 - "$OUT/trace_$policy.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+print("GPU time by kernel (top 8) and by category:", sys.argv[1])
+for name, n, ms in db.execute("SELECT name, COUNT(*), SUM(duration_ms) FROM spans WHERE category='kernel' GROUP BY name ORDER BY 3 DESC LIMIT 8"):
+    print(f"  {ms:9.3f} ms  {n:5d}x  {name}")
+for cat, n, ms in db.execute("SELECT category, COUNT(*), SUM(duration_ms) FROM spans WHERE category IN ('kernel','memcpy','memset','range') GROUP BY category"):
+    print(f"  {cat:8s} {n:6d} spans {ms:9.3f} ms")
+PY
+  done
 fi
 echo "== total $(( $(date +%s) - t0 )) s"
