@@ -1,5 +1,6 @@
 // End-to-end CUDA backend figures with synthetic weights: batch-1 decode against the weight-
 // bandwidth bound, prompt processing, and cached-RAG TTFT under none / lazy / materialized.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -28,10 +29,16 @@ int main(int argc, char** argv) {
                 "4 bytes read back; logits: all logits read back, argmax on the host (graphs on); device: median "
                 "GPU-event time of a greedy graph step (events around each step: upload, kernels, LM head, argmax, "
                 "readback; wall minus device = host turnaround between steps).\n\n");
-    std::printf("| model | weight GB/token | bound tok/s | tok/s greedy+graphs | %% of bound | ms/token | tok/s greedy, no graphs | ms/token | tok/s graphs, unfused norm/SwiGLU | tok/s graphs + KV write in wqkv GEMV (same tokens) | tok/s graphs + PDL GEMVs (same tokens) | tok/s logits readback | device ms/token | device %% of bound | graphs captured | same tokens | prefill 2048 tok/s |\n");
-    std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n");
+    std::printf("| model | weight GB/token | bound tok/s | tok/s greedy+graphs | %% of bound | ms/token | tok/s greedy, no graphs | ms/token | tok/s logits readback | device ms/token | device %% of bound | graphs captured | same tokens | prefill 2048 tok/s |\n");
+    std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n");
     const std::vector<std::string> models =
         one_model ? std::vector<std::string>{argv[2]} : std::vector<std::string>{"smollm2-135m", "llama-3.2-1b", "llama-3.1-8b"};
+    struct ModelResult {
+      std::string model;
+      double bound;
+      cuda::DecodeThroughput t;
+    };
+    std::vector<ModelResult> results;
     for (const std::string& name : models) {
       const char* model = name.c_str();
       const ModelShape shape = cuda::synthetic_model_shape(model);
@@ -39,17 +46,39 @@ int main(int argc, char** argv) {
       const double bound = copy_gbs * 1e9 / bytes;
       const cuda::DecodeThroughput t = cuda::measure_decode(model, 2048, 128);
       const double graph_tps = 1000.0 / t.greedy_graph_ms, stream_tps = 1000.0 / t.greedy_stream_ms;
-      std::printf("| %s | %.2f | %.0f | %.1f | %.0f %% | %.3f | %.1f | %.3f | %.1f | %.1f (%s) | %.1f (%s) | %.1f | %.3f | %.0f %% | %d | %s | %.0f |\n",
+      std::printf("| %s | %.2f | %.0f | %.1f | %.0f %% | %.3f | %.1f | %.3f | %.1f | %.3f | %.0f %% | %d | %s | %.0f |\n",
                   model, bytes / 1e9, bound, graph_tps, 100.0 * graph_tps / bound, t.greedy_graph_ms, stream_tps,
-                  t.greedy_stream_ms, 1000.0 / t.greedy_unfused_ms,
-                  t.greedy_fused_kv_ms > 0 ? 1000.0 / t.greedy_fused_kv_ms : 0.0, t.fused_kv_tokens_match ? "yes" : "NO",
-                  t.greedy_pdl_ms > 0 ? 1000.0 / t.greedy_pdl_ms : 0.0,
-                  t.pdl_tokens_match ? "yes" : "NO", 1000.0 / t.logits_ms, t.device_ms, 100.0 * (1000.0 / t.device_ms) / bound,
+                  t.greedy_stream_ms, 1000.0 / t.logits_ms, t.device_ms, 100.0 * (1000.0 / t.device_ms) / bound,
                   t.graph_captures, t.tokens_match ? "yes" : "NO", t.prefill_tokens_per_second);
       std::fflush(stdout);
+      results.push_back({name, bound, t});
     }
+    std::printf("\n## Decode variants (experimental switches; tok/s wall, %% of bound, device ms/token, same tokens as the default)\n| variant |");
+    for (const auto& r : results) std::printf(" %s |", r.model.c_str());
+    std::printf("\n|---|");
+    for (std::size_t i = 0; i < results.size(); ++i) std::printf("---|");
+    std::printf("\n| default: graphs, fused norm/SwiGLU |");
+    for (const auto& r : results) {
+      std::printf(" %.1f (%.0f %%, %.3f ms) |", 1000.0 / r.t.greedy_graph_ms, 100.0 * 1000.0 / r.t.greedy_graph_ms / r.bound,
+                  r.t.device_ms);
+    }
+    std::printf("\n");
+    for (std::size_t v = 0; !results.empty() && v < results[0].t.variants.size(); ++v) {
+      std::printf("| %s |", results[0].t.variants[v].name.c_str());
+      for (const auto& r : results) {
+        const cuda::DecodeVariant& d = r.t.variants[v];
+        if (d.ms <= 0) {
+          std::printf(" failed |");
+        } else {
+          std::printf(" %.1f (%.0f %%, %.3f ms, %s) |", 1000.0 / d.ms, 100.0 * 1000.0 / d.ms / r.bound, d.device_ms,
+                      d.same_tokens ? "same" : "DIFFERENT");
+        }
+      }
+      std::printf("\n");
+    }
+    std::fflush(stdout);
     if (one_model) return 0;
-    std::printf("\n## bf16 GEMV at one token (the decode GEMMs), 8B and 1B shapes; GPU events over 50 back-to-back calls; PDL: programmatic dependent launch (the next call's weight loads start while this one drains)\n| weight | splits | cuBLAS GB/s | gemv_bf16 GB/s | gemv_bf16 %% of copy | gemv_bf16 + PDL GB/s | + PDL %% of copy |\n|---|---:|---:|---:|---:|---:|---:|\n");
+    std::printf("\n## bf16 GEMV at one token (the decode GEMMs), 8B and 1B shapes; GPU events over 50 back-to-back calls; PDL: programmatic dependent launch (the next call's weight loads start while this one drains); pf4: each warp bulk-prefetches its next 4 steps into L2\n| weight | splits | cuBLAS GB/s | gemv_bf16 GB/s | %% of copy | + pf4 GB/s | + PDL GB/s | + PDL + pf4 GB/s | best %% of copy |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     const int shapes[9][2] = {{6144, 4096}, {4096, 4096},  {28672, 4096}, {4096, 14336}, {128256, 4096},
                               {3072, 2048}, {2048, 2048},  {16384, 2048}, {2048, 8192}};
     const char* names[9] = {"8B wqkv 6144x4096", "8B wo 4096x4096", "8B w_gate_up 28672x4096", "8B w_down 4096x14336",
@@ -58,15 +87,20 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 9; ++i) {
       const double cublas = cuda::measure_gemv_gbs(shapes[i][0], shapes[i][1], false);
       const double ours = cuda::measure_gemv_gbs(shapes[i][0], shapes[i][1], true);
-      double pdl = 0.0;
-      try {
-        pdl = cuda::measure_gemv_gbs(shapes[i][0], shapes[i][1], true, 0, 2, true);
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "PDL GEMV failed: %s\n", e.what());
+      double variant[3] = {0.0, 0.0, 0.0};
+      const bool programmatic[3] = {false, true, true};
+      const int prefetch[3] = {4, 0, 4};
+      for (int v = 0; v < 3; ++v) {
+        try {
+          variant[v] = cuda::measure_gemv_gbs(shapes[i][0], shapes[i][1], true, 0, 2, programmatic[v], prefetch[v]);
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "GEMV variant %d failed: %s\n", v, e.what());
+        }
       }
-      std::printf("| %s | %d | %.0f | %.0f | %.0f %% | %.0f | %.0f %% |\n", names[i],
-                  cuda::gemv_num_splits(shapes[i][0], shapes[i][1]), cublas, ours, 100.0 * ours / copy_gbs, pdl,
-                  100.0 * pdl / copy_gbs);
+      const double best = std::max({ours, variant[0], variant[1], variant[2]});
+      std::printf("| %s | %d | %.0f | %.0f | %.0f %% | %.0f | %.0f | %.0f | %.0f %% |\n", names[i],
+                  cuda::gemv_num_splits(shapes[i][0], shapes[i][1]), cublas, ours, 100.0 * ours / copy_gbs, variant[0],
+                  variant[1], variant[2], 100.0 * best / copy_gbs);
       std::fflush(stdout);
     }
     std::printf("\n## gemv_bf16 GB/s by column splits (split-K) and rows a warp (2: production; 4: half the pieces a row per step)\n| weight | rows/warp | 1 | 2 | 4 | 8 | 16 | default splits |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");

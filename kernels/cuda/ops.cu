@@ -269,7 +269,8 @@ __device__ __forceinline__ void qkv_epilogue(const QkvRopeOutput& o, const int r
 template <int MODE, int ROWS, bool QKV = false>
 __global__ void __launch_bounds__(kGemvWarps * 32, 2)
     gemv_kernel(GemvInput in, const __nv_bfloat16* w, int rows, int cols, void* out, bool out_fp32,
-                bool accumulate, int pieces_per_split, float* partial, unsigned* counters, QkvRopeOutput qkv) {
+                bool accumulate, int pieces_per_split, float* partial, unsigned* counters, QkvRopeOutput qkv,
+                int prefetch_steps) {
   static_assert(!QKV || ROWS == 2, "the QKV epilogue pairs a warp's two rows");
   constexpr int UNROLL = 8 / ROWS, STEP = 32 * UNROLL;
   extern __shared__ uint4 x_stage[];  // MODE != kInputBf16: this split's input pieces
@@ -316,6 +317,18 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 2)
   };
   uint4 x_cur[UNROLL], w_cur[ROWS][UNROLL];
   load_w(begin + lane, w_cur);  // the first weight loads fly while the input is staged
+  if (prefetch_steps > 0 && lane < ROWS) {
+    // One bulk L2 prefetch a row for the next steps' pieces: more bytes in flight than registers hold.
+    const int from = begin + STEP, to = min(end, begin + (1 + prefetch_steps) * STEP);
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+      if (r == lane && to > from) {
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(w_rows[r] + from),
+                     "r"(unsigned(to - from) * 16u)
+                     : "memory");
+      }
+    }
+  }
   // Programmatic launch (see gemv_set_programmatic_launch): the weights do not depend on the
   // previous kernel, so they are already in flight; wait for its results (x, the workspace) here,
   // and let the next GEMV start its own weight loads as our CTAs drain. No-ops otherwise.
@@ -487,6 +500,7 @@ namespace {
 
 constexpr std::size_t kMaxStageBytes = 48 * 1024;  // default dynamic shared memory limit
 bool g_programmatic_launch = false;
+int g_prefetch_steps = 0;
 
 // Launches the GEMV for `input`; returns false (nothing launched) when a staged input would not fit.
 // splits 0: the default for the shape (gemv_num_splits). ROWS 2 is the production variant; the
@@ -515,7 +529,8 @@ bool launch_gemv(const GemvInput& input, const bf16_bits* w, int rows, int cols,
   unsigned* counters = splits > 1 ? workspace->counters : nullptr;
   if (!g_programmatic_launch) {
     gemv_kernel<MODE, ROWS, QKV><<<dim3(row_blocks, splits), kGemvWarps * 32, stage_bytes, stream>>>(
-        input, weights, rows, cols, out, out_fp32, accumulate, pieces_per_split, partial, counters, qkv);
+        input, weights, rows, cols, out, out_fp32, accumulate, pieces_per_split, partial, counters, qkv,
+        g_prefetch_steps);
     LAZYSCOPE_CUDA_LAUNCH_CHECK();
     return true;
   }
@@ -530,7 +545,8 @@ bool launch_gemv(const GemvInput& input, const bf16_bits* w, int rows, int cols,
   config.attrs = attribute;
   config.numAttrs = 1;
   LAZYSCOPE_CUDA_CHECK(cudaLaunchKernelEx(&config, gemv_kernel<MODE, ROWS, QKV>, input, weights, rows, cols, out,
-                                          out_fp32, accumulate, pieces_per_split, partial, counters, qkv));
+                                          out_fp32, accumulate, pieces_per_split, partial, counters, qkv,
+                                          g_prefetch_steps));
   return true;
 }
 
@@ -538,6 +554,8 @@ bool launch_gemv(const GemvInput& input, const bf16_bits* w, int rows, int cols,
 
 void gemv_set_programmatic_launch(bool enabled) { g_programmatic_launch = enabled; }
 bool gemv_programmatic_launch() { return g_programmatic_launch; }
+void gemv_set_prefetch_steps(int steps) { g_prefetch_steps = std::max(0, std::min(steps, 64)); }
+int gemv_prefetch_steps() { return g_prefetch_steps; }
 
 void gemv_bf16(const bf16_bits* x, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32, bool accumulate,
                cudaStream_t stream, const GemvWorkspace* workspace) {

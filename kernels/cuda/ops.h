@@ -82,6 +82,10 @@ bool gemv_rmsnorm_qkv_rope(const float* x, const float* norm_weight, float eps, 
 // old launches.
 void gemv_set_programmatic_launch(bool enabled);
 bool gemv_programmatic_launch();
+// Experimental, process-wide: each warp also bulk-prefetches into L2 the weight pieces of its next
+// `steps` steps (0, the default: off).
+void gemv_set_prefetch_steps(int steps);
+int gemv_prefetch_steps();
 // Index of the largest value (first on ties; NaN never wins), written to *out (device). `scratch`
 // is two zeroed 64-bit words of device memory, left zeroed again (one per stream at a time).
 void argmax(const float* x, int n, int32_t* out, unsigned long long* scratch, cudaStream_t stream);

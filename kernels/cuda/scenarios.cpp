@@ -170,52 +170,61 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
   graph_tokens.clear();
   result.greedy_graph_ms = time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &graph_tokens);
   result.greedy_stream_ms = time_decode(backend, prompt, DecodeMode::GreedyStream, decode_steps, &stream_tokens);
-  {
-    backend.set_fused_decode(false);
-    std::vector<int32_t> unfused_tokens;
-    time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &unfused_tokens);  // captures
-    unfused_tokens.clear();
-    result.greedy_unfused_ms = time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &unfused_tokens);
-    backend.set_fused_decode(true);
-  }
-  try {  // experimental, as below
-    backend.set_fused_kv_write(true);
-    std::vector<int32_t> kv_tokens;
-    time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &kv_tokens);  // captures
-    kv_tokens.clear();
-    result.greedy_fused_kv_ms = time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &kv_tokens);
-    result.fused_kv_tokens_match = kv_tokens == graph_tokens;
-    backend.set_fused_kv_write(false);
-  } catch (const Error& e) {
-    std::fprintf(stderr, "fused KV write run failed: %s\n", e.what());
-    result.greedy_fused_kv_ms = 0;
-    backend.set_fused_kv_write(false);
-  }
-  try {  // experimental: a failure leaves greedy_pdl_ms at 0 and the rest of the bench running
-    backend.set_programmatic_gemv(true);
-    std::vector<int32_t> pdl_tokens;
-    time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &pdl_tokens);  // captures
-    pdl_tokens.clear();
-    result.greedy_pdl_ms = time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &pdl_tokens);
-    result.pdl_tokens_match = pdl_tokens == graph_tokens;
-    backend.set_programmatic_gemv(false);
-  } catch (const Error& e) {
-    std::fprintf(stderr, "programmatic launch run failed: %s\n", e.what());
-    result.greedy_pdl_ms = 0;
+  // Variants of the graph step (experimental switches); each from the same prompt, capture pass first.
+  struct Variant {
+    const char* name;
+    bool fused, fused_kv, programmatic;
+    int prefetch_steps;
+  };
+  const Variant variants[] = {
+      {"graphs, RMSNorm / SwiGLU as separate launches", false, false, false, 0},
+      {"graphs + kv_write in the wqkv GEMV", true, true, false, 0},
+      {"graphs + GEMV L2 prefetch (4 steps)", true, false, false, 4},
+      {"graphs + PDL GEMVs", true, false, true, 0},
+      {"graphs + PDL GEMVs + L2 prefetch (4 steps)", true, false, true, 4},
+      {"graphs + kv_write in wqkv + PDL + L2 prefetch (4 steps)", true, true, true, 4},
+  };
+  for (const Variant& v : variants) {
+    DecodeVariant out;
+    out.name = v.name;
+    try {  // a failing experiment leaves ms at 0 and the rest of the bench running
+      backend.set_fused_decode(v.fused);
+      backend.set_fused_kv_write(v.fused_kv);
+      backend.set_programmatic_gemv(v.programmatic);
+      gemv_set_prefetch_steps(v.prefetch_steps);
+      std::vector<int32_t> tokens;
+      time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &tokens, &out.device_ms);  // captures
+      tokens.clear();
+      out.ms = time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &tokens);
+      out.same_tokens = tokens == graph_tokens;
+    } catch (const Error& e) {
+      std::fprintf(stderr, "decode variant '%s' failed: %s\n", v.name, e.what());
+      cudaGetLastError();
+    }
+    gemv_set_prefetch_steps(0);
     gemv_set_programmatic_launch(false);
     backend.set_programmatic_gemv(false);
+    backend.set_fused_kv_write(false);
+    backend.set_fused_decode(true);
+    result.variants.push_back(out);
   }
   result.logits_ms = time_decode(backend, prompt, DecodeMode::Logits, decode_steps, &logits_tokens);
   result.tokens_match = graph_tokens == stream_tokens && graph_tokens == logits_tokens;
   return result;
 }
 
-double measure_gemv_gbs(int rows, int cols, bool custom, int splits, int rows_per_warp, bool programmatic) {
+double measure_gemv_gbs(int rows, int cols, bool custom, int splits, int rows_per_warp, bool programmatic,
+                        int prefetch_steps) {
   struct Restore {
-    bool before = gemv_programmatic_launch();
-    ~Restore() { gemv_set_programmatic_launch(before); }
+    bool programmatic = gemv_programmatic_launch();
+    int prefetch = gemv_prefetch_steps();
+    ~Restore() {
+      gemv_set_programmatic_launch(programmatic);
+      gemv_set_prefetch_steps(prefetch);
+    }
   } restore;
   gemv_set_programmatic_launch(programmatic);
+  gemv_set_prefetch_steps(prefetch_steps);
   cublasHandle_t handle;
   LAZYSCOPE_CUBLAS_CHECK(cublasCreate(&handle));
   const std::size_t weight_bytes = std::size_t(rows) * cols * 2;

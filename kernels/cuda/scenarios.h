@@ -2,6 +2,7 @@
 // End-to-end measurement scenarios on the CUDA backend with synthetic weights, callable from the
 // benchmark programs (C++17-clean: they are compiled by nvcc).
 #include <string>
+#include <vector>
 
 #include "kernels/model_shape.h"
 
@@ -12,16 +13,19 @@ ModelShape synthetic_model_shape(const std::string& name);
 // bf16 bytes one decode step must read: every layer's weights and the LM head.
 double decode_weight_bytes(const ModelShape& shape);
 
+struct DecodeVariant {
+  std::string name;
+  double ms = 0;              // wall ms/token (0: the variant failed, see stderr)
+  double device_ms = 0;       // median GPU-event time of a step
+  bool same_tokens = false;   // as the default graph run
+};
+
 // Batch-1 greedy decode after a prompt; every mode starts from the same prompt and first token.
 struct DecodeThroughput {
   double prefill_tokens_per_second = 0;  // one prompt of prefill_tokens
   double greedy_graph_ms = 0;    // ms/token: forward_greedy (device argmax, 4-byte readback), CUDA graphs
   double greedy_stream_ms = 0;   // the same without graphs (every kernel launched from the host)
-  double greedy_unfused_ms = 0;  // graphs, but RMSNorm / SwiGLU as separate launches (set_fused_decode(false))
-  double greedy_fused_kv_ms = 0;  // graphs + fused + kv_write folded into the wqkv GEMV
-  bool fused_kv_tokens_match = false;
-  double greedy_pdl_ms = 0;      // graphs + fused + programmatic dependent launch of the GEMVs
-  bool pdl_tokens_match = false;
+  std::vector<DecodeVariant> variants;  // the greedy graph step under experimental switches
   double logits_ms = 0;          // forward with the logits read back and argmax on the host (graphs on)
   double device_ms = 0;          // GPU-event ms/token of the greedy graph steps (events around each step)
   int graph_captures = 0;        // graphs instantiated by the greedy graph run
@@ -34,7 +38,7 @@ struct DecodeThroughput {
 // of repeated calls over weights larger than L2.
 // `programmatic`: launch our GEMVs with programmatic dependent launch (back-to-back calls overlap).
 double measure_gemv_gbs(int rows, int cols, bool custom, int splits = 0, int rows_per_warp = 2,
-                        bool programmatic = false);
+                        bool programmatic = false, int prefetch_steps = 0);
 DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, int decode_steps);
 
 // Time to first token (logits of the last prompt token) of docs × doc_tokens cached documents plus

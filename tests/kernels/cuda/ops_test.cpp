@@ -96,6 +96,13 @@ TEST(GemvTest, SplitKIsRepeatableAndWritesBf16) {
     if (call == 0) first = out;
     EXPECT_EQ(out, first) << "call " << call << " differs from the first";
   }
+  // The L2 prefetch (experimental) moves no arithmetic: the same bits.
+  gemv_set_prefetch_steps(4);
+  gemv_bf16(d_x.as<bf16_bits>(), d_w.as<bf16_bits>(), rows, cols, d_out.as<float>(), true, false, nullptr,
+            &workspace.view);
+  gemv_set_prefetch_steps(0);
+  LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_EQ(download_f32(d_out, rows), first) << "with the L2 prefetch";
   std::vector<unsigned> counters(workspace.view.num_counters);
   LAZYSCOPE_CUDA_CHECK(cudaMemcpy(counters.data(), workspace.counters.as<void>(), counters.size() * sizeof(unsigned),
                                   cudaMemcpyDeviceToHost));
