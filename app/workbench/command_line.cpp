@@ -30,7 +30,10 @@ bool parse_command_line(const QStringList& arguments, WorkbenchOptions* options,
       "demo", "Retrieve, run lazy + materialized, reverse the documents, run again.");
   const QCommandLineOption size("size", "Window size WxH (default 1600x1000 with --screenshot).",
                                 "WxH");
-  for (const auto& o : {model, corpus, backend, budget, screenshot, demo, size})
+  const QCommandLineOption trace_gpu(
+      "trace-gpu", "CUDA backend: record every GPU kernel and copy (CUPTI) with the engine's NVTX "
+                   "ranges; they appear on the Timeline's GPU lane and in exported reports.");
+  for (const auto& o : {model, corpus, backend, budget, trace_gpu, screenshot, demo, size})
     parser.addOption(o);
   if (!parser.parse(arguments)) {
     *error = parser.errorText();
@@ -59,6 +62,7 @@ bool parse_command_line(const QStringList& arguments, WorkbenchOptions* options,
   }
   options->screenshot = parser.value(screenshot);
   options->demo = parser.isSet(demo);
+  options->trace_gpu = parser.isSet(trace_gpu);
   if (parser.isSet(size)) {
     const QStringList parts = parser.value(size).split('x');
     bool ok_w = false, ok_h = false;

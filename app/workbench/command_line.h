@@ -1,5 +1,6 @@
 #pragma once
-// The workbench's command line: --model, --corpus, --backend, --kv-budget, --demo, --screenshot.
+// The workbench's command line: --model, --corpus, --backend, --kv-budget, --trace-gpu, --demo,
+// --screenshot.
 #include <QSize>
 #include <QString>
 #include <QStringList>
@@ -13,6 +14,7 @@ struct WorkbenchOptions {
   qint64 kv_budget_bytes = 0;      // 0: about 640 blocks of the loaded model
   QString screenshot;              // save the window to this PNG, then quit
   bool demo = false;               // retrieve, run lazy + materialized, reorder, run again
+  bool trace_gpu = false;          // CUPTI kernel timeline in the Timeline dock (CUDA backend)
   QSize window_size;               // fixed size (screenshots); empty: saved layout or default
   bool restore_layout = true;      // QSettings geometry and dock state
   bool load_default_model = true;  // tests turn this off to open models themselves

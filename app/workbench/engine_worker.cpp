@@ -66,6 +66,7 @@ void EngineWorker::openModel(const QString& path, const QString& backend, qint64
     options.backend = parse_backend_kind(backend.toStdString());
     if (kv_budget_bytes <= 0) kv_budget_bytes = auto_kv_budget(path);
     options.kv_budget_bytes = std::size_t(kv_budget_bytes);
+    options.trace_device = trace_device_;
     auto progress = [this](double fraction, std::string_view what) {
       Q_EMIT this->progress(fraction, QString::fromUtf8(what.data(), qsizetype(what.size())));
     };
@@ -101,6 +102,10 @@ void EngineWorker::openModel(const QString& path, const QString& backend, qint64
     recorder->set_metadata("block_size", std::to_string(snapshot.block_size));
     recorder->set_metadata("pool_blocks", std::to_string(snapshot.blocks.size()));
     recorder->set_metadata("tool", "lazyscope workbench");
+    if (options.trace_device) {
+      const std::string& why = session_->device_trace_note();
+      recorder->set_metadata("device_trace", why.empty() ? "cupti" : "off: " + why);
+    }
     Q_EMIT modelOpened(info);
     Q_EMIT snapshotReady(snapshot);
   } catch (const std::exception& e) {

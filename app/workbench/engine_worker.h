@@ -29,6 +29,8 @@ class EngineWorker : public QObject {
   // Thread-safe: a copy of what the current session has recorded so far (empty before a model
   // is open). Cheap enough to call on the GUI thread after each request.
   SessionRecording recordingSnapshot() const;
+  // Ask sessions opened from now on for a CUPTI device trace (SessionOptions::trace_device).
+  void setTraceDevice(bool on) { trace_device_ = on; }
 
  public Q_SLOTS:
   // Loads the model and builds a fresh Session; on failure the previous session stays usable.
@@ -66,6 +68,7 @@ class EngineWorker : public QObject {
   mutable std::mutex recorder_mutex_;  // guards the recorder_ pointer (the GUI reads it)
   std::unique_ptr<Session> session_;
   std::atomic<bool> cancel_{false};
+  std::atomic<bool> trace_device_{false};
 };
 
 // Registers the value types above for queued connections; call once before connecting.

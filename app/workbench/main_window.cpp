@@ -70,6 +70,7 @@ MainWindow::MainWindow(const WorkbenchOptions& options, QWidget* parent)
   statusBar()->addPermanentWidget(pool_label_);
 
   worker_ = new EngineWorker;
+  worker_->setTraceDevice(options_.trace_gpu);
   worker_->moveToThread(&worker_thread_);
   connect(&worker_thread_, &QThread::finished, worker_, &QObject::deleteLater);
   worker_thread_.setObjectName(QStringLiteral("lazyscope-engine"));

@@ -35,6 +35,18 @@ QColor span_color(const RecordedSpan& span) {
       return policy_color(policy_of(name)).lighter(125);
     case TimelineView::kEncodeLane:
       return QColor(44, 160, 44);
+    case TimelineView::kGpuLane:
+      // Attention kernels stand out; GEMM/GEMV and the rest are quieter; copies are green.
+      if (span.category != "kernel") return QColor(80, 180, 120);
+      if (name.contains(QStringLiteral("decode_kernel")) || name.contains(QStringLiteral("prefill_kernel")) ||
+          name.contains(QStringLiteral("combine")))
+        return QColor(214, 39, 40);
+      if (name.contains(QStringLiteral("kv_write")) || name.contains(QStringLiteral("materialize")))
+        return QColor(148, 103, 189);
+      if (name.contains(QStringLiteral("gemv")) || name.contains(QStringLiteral("gemm")) ||
+          name.contains(QStringLiteral("xmma")) || name.contains(QStringLiteral("cutlass")))
+        return QColor(31, 119, 180);
+      return QColor(160, 160, 160);
     default:
       return name.startsWith(QStringLiteral("prefill")) ? QColor(255, 127, 14)
                                                         : QColor(120, 150, 200);
@@ -65,22 +77,29 @@ TimelineView::TimelineView(QWidget* parent) : QAbstractScrollArea(parent) {
   viewport()->setMouseTracking(true);
   viewport()->setBackgroundRole(QPalette::Base);
   setToolTip(tr("Host time of each request: requests, segment encodes, prefill and decode "
-                "steps. Ctrl+wheel zooms, hover a bar for its duration."));
+                "steps; with --trace-gpu on CUDA also every GPU kernel and copy. Ctrl+wheel "
+                "zooms, hover a bar for its duration."));
   viewport()->setToolTip(QString());
 }
 
 TimelineView::Lane TimelineView::laneOf(const RecordedSpan& span) {
   if (span.category == "request") return kRequestLane;
   if (span.category == "encode") return kEncodeLane;
+  if (span.category == "kernel" || span.category == "memcpy" || span.category == "memset") return kGpuLane;
   return kDecodeLane;
 }
 
 QSize TimelineView::sizeHint() const {
-  return {360, kAxisHeight + kLaneCount * (kLaneHeight + kLaneGap) + 2 * kMargin + 14};
+  return {360, kAxisHeight + laneCount() * (kLaneHeight + kLaneGap) + 2 * kMargin + 14};
 }
 
 void TimelineView::setRecording(const SessionRecording& recording) {
-  spans_ = recording.spans;
+  // The NVTX ranges repeat the host's prefill / decode spans: they stay in the report, not here.
+  spans_.clear();
+  for (const RecordedSpan& s : recording.spans)
+    if (s.category != "range") spans_.push_back(s);
+  has_gpu_ = std::any_of(spans_.begin(), spans_.end(), [](const RecordedSpan& s) { return laneOf(s) == kGpuLane; });
+  updateGeometry();
   origin_ms_ = spans_.empty() ? 0.0 : spans_.front().start_ms;
   end_ms_ = origin_ms_;
   for (const RecordedSpan& s : spans_) {
@@ -151,7 +170,7 @@ void TimelineView::wheelEvent(QWheelEvent* event) {
 
 int TimelineView::spanAt(const QPoint& pos) const {
   int lane = -1;
-  for (int l = 0; l < kLaneCount; ++l)
+  for (int l = 0; l < laneCount(); ++l)
     if (pos.y() >= laneTop(l) && pos.y() < laneTop(l) + kLaneHeight) lane = l;
   if (lane < 0 || pos.x() < kGutter) return -1;
   const double slack_ms = 2.0 / effectiveScale();  // thin bars are still easy to hover
@@ -171,10 +190,13 @@ int TimelineView::spanAt(const QPoint& pos) const {
 QString TimelineView::spanToolTip(int index) const {
   if (index < 0 || index >= int(spans_.size())) return {};
   const RecordedSpan& s = spans_[size_t(index)];
-  return tr("<b>%1</b><br>duration: %2<br>starts at %3 (request %4)")
+  const QString where = laneOf(s) == kGpuLane ? tr("on the GPU (%1)").arg(QString::fromStdString(s.category))
+                                              : tr("on the host");
+  return tr("<b>%1</b><br>duration: %2 %5<br>starts at %3 (request %4)")
       .arg(QString::fromStdString(s.name).toHtmlEscaped(), format_ms(s.duration_ms),
            format_ms(s.start_ms))
-      .arg(s.request);
+      .arg(s.request)
+      .arg(where);
 }
 
 bool TimelineView::viewportEvent(QEvent* event) {
@@ -212,7 +234,7 @@ void TimelineView::paintEvent(QPaintEvent* event) {
   // Tick labels count from the first span, the start of the recorded work.
   const double first = std::floor((xToTime(kGutter) - origin_ms_) / step) * step;
   const int axis_y = kMargin + kAxisHeight - 4;
-  const int bottom = laneTop(kLaneCount - 1) + kLaneHeight;
+  const int bottom = laneTop(laneCount() - 1) + kLaneHeight;
   for (double t = std::max(0.0, first); timeToX(origin_ms_ + t) <= width; t += step) {
     const int x = int(std::lround(timeToX(origin_ms_ + t)));
     if (x < kGutter) continue;
@@ -255,8 +277,8 @@ void TimelineView::paintEvent(QPaintEvent* event) {
   p.fillRect(QRect(0, 0, kGutter, viewport()->height()), palette().window());
   p.setPen(text);
   const QString names[kLaneCount] = {tr("requests"), tr("segment encodes"),
-                                     tr("prefill + decode")};
-  for (int l = 0; l < kLaneCount; ++l)
+                                     tr("prefill + decode"), tr("GPU kernels")};
+  for (int l = 0; l < laneCount(); ++l)
     p.drawText(QRect(6, laneTop(l), kGutter - 10, kLaneHeight), Qt::AlignVCenter | Qt::AlignLeft,
                names[l]);
   p.setPen(grid);

@@ -1,7 +1,8 @@
 #pragma once
-// Host-side timeline of the recorded session: one bar per span on three lanes (requests, segment
-// encodes, prefill + decode steps), time running left to right. Ctrl+wheel zooms, the scroll bar
-// pans, hovering a bar shows its name and duration.
+// Timeline of the recorded session: one bar per span on three host lanes (requests, segment
+// encodes, prefill + decode steps) and, when the session was traced on the GPU (--trace-gpu), a
+// fourth lane with every kernel and copy as the device ran it. Time runs left to right; Ctrl+wheel
+// zooms, the scroll bar pans, hovering a bar shows its name and duration.
 #include <QAbstractScrollArea>
 #include <QString>
 #include <vector>
@@ -13,7 +14,7 @@ namespace lazyscope::workbench {
 class TimelineView : public QAbstractScrollArea {
   Q_OBJECT
  public:
-  enum Lane { kRequestLane = 0, kEncodeLane = 1, kDecodeLane = 2, kLaneCount = 3 };
+  enum Lane { kRequestLane = 0, kEncodeLane = 1, kDecodeLane = 2, kGpuLane = 3, kLaneCount = 4 };
 
   explicit TimelineView(QWidget* parent = nullptr);
 
@@ -33,6 +34,8 @@ class TimelineView : public QAbstractScrollArea {
   // How many bars the last paint drew (culling check in tests).
   int lastPaintedBars() const { return last_painted_bars_; }
   static Lane laneOf(const RecordedSpan& span);
+  // Lanes drawn: the GPU lane only when the recording has device spans.
+  int laneCount() const { return has_gpu_ ? kLaneCount : kGpuLane; }
 
   QSize sizeHint() const override;
 
@@ -54,6 +57,7 @@ class TimelineView : public QAbstractScrollArea {
   double end_ms_ = 0.0;
   double pixels_per_ms_ = 0.0;
   int last_painted_bars_ = 0;
+  bool has_gpu_ = false;
 };
 
 }  // namespace lazyscope::workbench
