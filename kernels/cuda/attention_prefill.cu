@@ -402,6 +402,58 @@ __global__ void rotate_queries_kernel(PrefillParams p) {
   }
 }
 
+// Split-KV merge for prefill: D/4 lanes own a row (a float4 each), so a warp reads whole 16-byte
+// pieces of every split's partial and keeps several splits' loads in flight (the shared
+// combine_splits walks the splits one 4-byte load per thread at a time).
+template <int D>
+__global__ void __launch_bounds__(256) prefill_combine_kernel(const float* partial_o, const float* partial_ml,
+                                                               int rows, int splits, __nv_bfloat16* out) {
+  constexpr int kLanes = D / 4;
+  constexpr int kRowsPerWarp = 32 / kLanes;
+  const int warp_index = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
+  const int64_t row = int64_t(warp_index) * kRowsPerWarp + lane / kLanes;
+  if (row >= rows) return;  // no warp collectives below
+  const int dim = (lane % kLanes) * 4;
+  const float* ml = partial_ml + row * splits * 2;
+  float max_all = -INFINITY;
+  for (int s = 0; s < splits; ++s) max_all = fmaxf(max_all, ml[2 * s]);
+  const float base = max_all == -INFINITY ? 0.0f : max_all;
+  const float* po = partial_o + row * splits * D + dim;
+  float sum = 0.0f;
+  float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  auto add = [&](int s, const float4& v) {
+    const float weight = exp2f(ml[2 * s] - base);  // empty split: max -inf, weight 0
+    sum += ml[2 * s + 1] * weight;
+    acc.x += v.x * weight;
+    acc.y += v.y * weight;
+    acc.z += v.z * weight;
+    acc.w += v.w * weight;
+  };
+  int s = 0;
+  for (; s + 4 <= splits; s += 4) {  // four 16-byte loads in flight before any use
+    float4 v[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) v[i] = *reinterpret_cast<const float4*>(po + int64_t(s + i) * D);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) add(s + i, v[i]);
+  }
+  for (; s < splits; ++s) add(s, *reinterpret_cast<const float4*>(po + int64_t(s) * D));
+  const float inv_sum = sum > 0.0f ? 1.0f / sum : 0.0f;
+  uint2 packed;
+  packed.x = pack_bf16x2(acc.x * inv_sum, acc.y * inv_sum);
+  packed.y = pack_bf16x2(acc.z * inv_sum, acc.w * inv_sum);
+  *reinterpret_cast<uint2*>(out + row * D + dim) = packed;
+}
+
+template <int D>
+void launch_prefill_combine(const PrefillParams& p, cudaStream_t stream) {
+  const int rows = p.n * p.num_heads;
+  constexpr int kRowsPerCta = 8 * (32 / (D / 4));  // 8 warps
+  prefill_combine_kernel<D><<<(rows + kRowsPerCta - 1) / kRowsPerCta, 256, 0, stream>>>(
+      p.partial_o, p.partial_ml, rows, p.num_splits, reinterpret_cast<__nv_bfloat16*>(p.out));
+  LAZYSCOPE_CUDA_LAUNCH_CHECK();
+}
+
 template <int D, int MT, bool LAZY>
 void launch_prefill(const PrefillParams& p, cudaStream_t stream) {
   constexpr int kSmem = smem_bytes<D, MT>();
@@ -434,6 +486,7 @@ void dispatch_prefill(const PrefillParams& p, cudaStream_t stream) {
   } else {
     dispatch_lazy<D, 2>(p, stream);
   }
+  if (p.num_splits > 1) launch_prefill_combine<D>(p, stream);
 }
 
 }  // namespace
@@ -479,9 +532,6 @@ void prefill_attention(const PrefillParams& p, cudaStream_t stream) {
     dispatch_prefill<16>(p, stream);
   } else {
     throw Error("cuda prefill attention: head_dim " + std::to_string(p.head_dim) + " (supported: 16, 32, 64, 128)");
-  }
-  if (p.num_splits > 1) {
-    combine_splits(p.partial_o, p.partial_ml, p.n * p.num_heads, p.num_splits, p.head_dim, p.out, stream);
   }
 }
 
