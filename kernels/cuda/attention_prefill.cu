@@ -72,12 +72,28 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
   // Tiles visible to any row of this CTA, then this split's share of them.
   const int last_token = (min(rows_total, row0 + kRows) - 1) / group_size;
   const int tile_key_limit = p.prior + last_token;
-  int lo = 0, hi = p.num_tiles;
-  while (lo < hi) {
-    const int mid = (lo + hi) / 2;
-    if (p.tiles[mid].key_start <= tile_key_limit) lo = mid + 1; else hi = mid;
+  // visible_tiles = tiles whose first key is <= tile_key_limit (key_start ascends, tile 0 starts at
+  // key 0). Counted by the whole CTA: one sample per thread at a stride, then one per tile of the
+  // bucket the boundary falls in: two round trips to memory instead of log2(num_tiles) dependent ones.
+  int visible_tiles;
+  const int tid = threadIdx.x;
+  if (p.num_tiles <= kWarps * 32) {
+    visible_tiles = __syncthreads_count(tid < p.num_tiles && p.tiles[tid].key_start <= tile_key_limit);
+  } else if (p.num_tiles <= kWarps * 32 * kWarps * 32) {
+    const int stride = (p.num_tiles + kWarps * 32 - 1) / (kWarps * 32);
+    const int samples =
+        __syncthreads_count(tid * stride < p.num_tiles && p.tiles[tid * stride].key_start <= tile_key_limit);
+    const int base = (samples - 1) * stride;  // tile `base` is visible (samples >= 1: tile 0 always is)
+    visible_tiles = base + __syncthreads_count(tid < stride && base + tid < p.num_tiles &&
+                                               p.tiles[base + tid].key_start <= tile_key_limit);
+  } else {
+    int lo = 0, hi = p.num_tiles;
+    while (lo < hi) {
+      const int mid = (lo + hi) / 2;
+      if (p.tiles[mid].key_start <= tile_key_limit) lo = mid + 1; else hi = mid;
+    }
+    visible_tiles = lo;
   }
-  const int visible_tiles = lo;
   int tile_begin, tile_end;
   if constexpr (LAZY) {
     // Lazy splits never cross a shift run (host-built ranges), so one query copy serves each CTA.
