@@ -5,6 +5,7 @@
 
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpu_test_util.h"
@@ -35,25 +36,45 @@ std::string block_name(const testing::TestParamInfo<BlockCase>& info) {
          (info.param.lazy ? "_lazy" : "_plain");
 }
 
+// Builds the table of `docs` (tokens, shift) then n new tokens at shift 0, runs prefill with 1
+// and 3 splits and compares with the CPU reference.
+void check_prefill(const BlockCase& c, const std::vector<std::pair<int, int>>& docs, int n, unsigned seed);
+
 class PrefillBlockSizeTest : public testing::TestWithParam<BlockCase> {};
 
 TEST_P(PrefillBlockSizeTest, MatchesCpuReference) {
   LAZYSCOPE_REQUIRE_GPU();
   const BlockCase c = GetParam();
-  const int D = c.head_dim, bs = c.block_size, kv_heads = 2, ratio = 4, heads = kv_heads * ratio;
-  std::mt19937 rng(31 + D + bs * 5 + c.lazy);
-  const std::vector<float> inv_freq = rope_inv_freq(RopeParams{10000.0f, false}, D);
   // Cached part: 150 keys in three documents (lazy: at distinct shifts), partial last blocks;
-  // then n new tokens at shift 0. Blocks are handed out in a scattered order.
-  const int n = 140;
+  // then the new tokens at shift 0.
+  check_prefill(c, {{70, c.lazy ? 65536 + 91 : 0}, {45, c.lazy ? -13 : 0}, {35, c.lazy ? 400 : 0}}, 140,
+                31 + c.head_dim + c.block_size * 5 + c.lazy);
+}
+
+// More than 128 tiles (the CTA counts visible tiles with a strided sample, then a bucket).
+TEST(PrefillManyTilesTest, PlainOverNineThousandKeys) {
+  LAZYSCOPE_REQUIRE_GPU();
+  check_prefill({64, 16, false}, {{9000, 0}}, 40, 5);
+}
+
+TEST(PrefillManyTilesTest, LazyWithAShiftPerBlock) {
+  LAZYSCOPE_REQUIRE_GPU();
+  std::vector<std::pair<int, int>> docs;
+  for (int i = 0; i < 300; ++i) docs.push_back({2, i * 37 - 500});  // one 2-slot block per shift: a tile each
+  check_prefill({64, 2, true}, docs, 40, 6);
+}
+
+void check_prefill(const BlockCase& c, const std::vector<std::pair<int, int>>& docs, int n, unsigned seed) {
+  const int D = c.head_dim, bs = c.block_size, kv_heads = 2, ratio = 4, heads = kv_heads * ratio;
+  std::mt19937 rng(seed);
+  const std::vector<float> inv_freq = rope_inv_freq(RopeParams{10000.0f, false}, D);
+  // Blocks are handed out in a scattered order.
   std::vector<BlockRef> table;
   int next = 0;
   auto add_doc = [&](int tokens, int shift) {
     for (int t = 0; t < tokens; t += bs) table.push_back(BlockRef{next++, shift, std::min(bs, tokens - t)});
   };
-  add_doc(70, c.lazy ? 65536 + 91 : 0);
-  add_doc(45, c.lazy ? -13 : 0);
-  add_doc(35, c.lazy ? 400 : 0);
+  for (const auto& [tokens, shift] : docs) add_doc(tokens, shift);
   add_doc(n, 0);
   const int pool_blocks = next;
   std::vector<int> order(pool_blocks);
