@@ -16,15 +16,19 @@ steps=" $* "
 has() { [[ "$steps" == *" $1 "* ]]; }
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
+# At most 8 files come back from $OUT: the build log, the environment and the trace reports stay in
+# $LOGS (build-dev/logs); round.log (the caller's tee), the tests, sanitizer and bench logs go back.
+LOGS=build-dev/logs
+mkdir -p $LOGS
 export PATH=/usr/local/cuda/bin:$PATH
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv > "$OUT/env.txt" 2>&1
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv > "$LOGS/env.txt" 2>&1
 B=build-dev
 t0=$(date +%s)
 cmake -S . -B $B -G Ninja -DLAZYSCOPE_WITH_GUI=OFF -DCMAKE_CUDA_ARCHITECTURES=90 -DLAZYSCOPE_PYTHON=python3 \
-  -DLAZYSCOPE_BUILD_BENCH=ON > "$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; exit 1; }
+  -DLAZYSCOPE_BUILD_BENCH=ON > "$LOGS/build.log" 2>&1 || { tail -20 "$LOGS/build.log"; exit 1; }
 targets="lazyscope_cuda test_kernels_cuda bench_cuda_attention bench_cuda_end_to_end lazyscope-cli"
-ninja -C $B -j16 -k 0 $targets >> "$OUT/build.log" 2>&1 || echo "BUILD: some targets failed (see build.log)"
-grep -E "error|FAILED|spill" "$OUT/build.log" | grep -v " 0 bytes spill" | head -30
+ninja -C $B -j16 -k 0 $targets >> "$LOGS/build.log" 2>&1 || echo "BUILD: some targets failed (see build.log)"
+grep -E "error|FAILED|spill" "$LOGS/build.log" | grep -v " 0 bytes spill" | head -30
 echo "== build took $(( $(date +%s) - t0 )) s"
 T=$B/tests/test_kernels_cuda
 if has tests; then
@@ -35,11 +39,12 @@ if has sanitize; then
   echo "== memcheck"
   timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 $T \
     --gtest_filter="${MEMCHECK_FILTER:-*D128_gqa4_bs16_small_lazy*:*D64_gqa8_bs32_large_lazy*:*D128_gqa1_bs32_zero_plain*:*D128_gqa7*:*D32_gqa3*:*KvCache*:*KvWrite*:*HeadDims/BackendTest.Logits*D64_gqa4*}" \
-    > "$OUT/memcheck.log" 2>&1; echo "memcheck rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck.log" | tail -4
+    > "$LOGS/memcheck.log" 2>&1; echo "memcheck rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$LOGS/memcheck.log" | tail -4
   echo "== racecheck"
   timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 $T \
-    --gtest_filter="${RACECHECK_FILTER:-*D128_gqa4_bs16_small_lazy*:*D64_gqa8_bs32_large_lazy*:*D128_gqa1_bs32_zero_plain*:*D32_gqa3*:*KvWrite*}" \
-    > "$OUT/racecheck.log" 2>&1; echo "racecheck rc=$?"; grep -E "RACECHECK SUMMARY|PASSED|FAILED" "$OUT/racecheck.log" | tail -4
+    --gtest_filter="${RACECHECK_FILTER:-Kernels/*D128_gqa4_bs16_small_lazy*:Kernels/*D64_gqa8_bs32_large_lazy*:Kernels/*D128_gqa1_bs32_zero_plain*:Kernels/*D32_gqa3*:*KvCacheTest*}" \
+    > "$LOGS/racecheck.log" 2>&1; echo "racecheck rc=$?"; grep -E "RACECHECK SUMMARY|PASSED|FAILED" "$LOGS/racecheck.log" | tail -4
+  cat "$LOGS/memcheck.log" "$LOGS/racecheck.log" > "$OUT/sanitize.log"
 fi
 if has bench; then
   timeout 150 $B/bench/bench_cuda_attention 2>&1 | tee "$OUT/bench_attention.md"
@@ -56,20 +61,21 @@ if has profile; then
   S="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats --section LaunchStats"
   timeout 120 ncu --clock-control none $S -k "regex:${PROFILE_DECODE_KERNEL:-decode}" \
     --launch-skip "${PROFILE_DECODE_SKIP:-1875}" --launch-count 1 $B/bench/bench_cuda_attention --decode \
-    > "$OUT/ncu_decode.txt" 2>&1; echo "ncu decode rc=$?"
+    > "$LOGS/ncu_decode.txt" 2>&1; echo "ncu decode rc=$?"
   timeout 120 ncu --clock-control none $S -k "regex:${PROFILE_PREFILL_KERNEL:-prefill_kernel}" \
     --launch-skip "${PROFILE_PREFILL_SKIP:-400}" --launch-count 1 $B/bench/bench_cuda_attention \
-    > "$OUT/ncu_prefill.txt" 2>&1; echo "ncu prefill rc=$?"
+    > "$LOGS/ncu_prefill.txt" 2>&1; echo "ncu prefill rc=$?"
+  cat "$LOGS/ncu_decode.txt" "$LOGS/ncu_prefill.txt" > "$OUT/ncu.txt"
 fi
 if has trace; then
   python3 -c 'import json; d=[list(range(100+i*7, 100+i*7+300)) for i in range(4)]
-print(json.dumps({"prefix_ids":[1,2,3],"document_ids":d,"query_ids":list(range(40,72)),"max_new_tokens":16}))' > "$OUT/rag_request.json"
+print(json.dumps({"prefix_ids":[1,2,3],"document_ids":d,"query_ids":list(range(40,72)),"max_new_tokens":16}))' > "$LOGS/rag_request.json"
   CLI=$B/app/lazyscope-cli
   for policy in lazy materialized; do
-    timeout 120 $CLI generate --synthetic llama-3.2-1b --backend cuda --kv-budget 1GiB --request "$OUT/rag_request.json" \
-      --policy $policy --trace-gpu --record "$OUT/trace_$policy.db" 2>&1 | tail -4
-    $CLI session trace "$OUT/trace_$policy.db" --out "$OUT/trace_$policy.json" 2>&1 | tail -1
-    python3 - "$OUT/trace_$policy.db" <<'PY'
+    timeout 120 $CLI generate --synthetic llama-3.2-1b --backend cuda --kv-budget 1GiB --request "$LOGS/rag_request.json" \
+      --policy $policy --trace-gpu --record "$LOGS/trace_$policy.db" 2>&1 | tail -4
+    $CLI session trace "$LOGS/trace_$policy.db" --out "$LOGS/trace_$policy.json" 2>&1 | tail -1
+    python3 - "$LOGS/trace_$policy.db" <<'PY'
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 print("GPU time by kernel (top 8) and by category:", sys.argv[1])
