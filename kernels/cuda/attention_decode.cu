@@ -147,21 +147,6 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
     }
   };
   uint32_t q_frag[kSteps][2];
-  // Lazy: the rotation's inputs are requested first, so the first rotation (right after the
-  // prologue) waits on nothing longer than the K/V copies do. Lane L holds the frequencies L and
-  // L + 32 (angles formed as rope_cos_sin does).
-  uint32_t q_raw[kSteps][2];  // lazy only
-  float freq[kTrigSlots];
-  long long position = 0;
-  if constexpr (LAZY) {
-    load_query(q_raw);
-#pragma unroll
-    for (int t = 0; t < kTrigSlots; ++t) {
-      const int i = lane + 32 * t;
-      freq[t] = i < kHalf ? p.inv_freq[i] : 0.0f;
-    }
-    position = p.q_positions[seq];
-  }
 
   const int entry_first = p.seq_entry_offsets[seq], entry_last = p.seq_entry_offsets[seq + 1];
   const int per_split = (entry_last - entry_first + p.num_splits - 1) / p.num_splits;
@@ -174,37 +159,38 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
   const int64_t head_stride = int64_t(p.block_size) * D;
 
   // Warp w takes units w, w + 4, ...; the first kStages − 1 are in flight before anything else.
-  // Returns the unit's shift.
   auto issue = [&](int unit, int stage) {
     const KvEntry ref = p.entries[begin + (unit >> unit_shift)];
     const int64_t base = (int64_t(ref.block) * p.num_kv_heads + kv_head) * head_stride;
     load_unit<D>(ring + stage * kStageElements, p.k_pool + base, p.v_pool + base,
                  (unit & unit_mask) * kUnitKeys, ref.valid, lane);
-    return ref.shift;
   };
-  int first_shift = 0;
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     const int unit = warp + s * kDecodeWarps;
-    if (unit < num_units) {
-      const int shift = issue(unit, s);
-      if (s == 0) first_shift = shift;
-    }
+    if (unit < num_units) issue(unit, s);
     cp_async_commit();
   }
 
-  bool rotated = false;
-  int current_shift = 0;
+  // Lazy: the raw query, this lane's frequencies (L and L + 32, angles formed as rope_cos_sin
+  // does) and the position are requested after the prologue's copies (they are not on the copies'
+  // critical path); the first rotation then runs under those copies, at the top of the loop.
+  uint32_t q_raw[kSteps][2];  // lazy only
+  float freq[kTrigSlots];
+  long long position = 0;
   if constexpr (LAZY) {
-    // The first run's rotation, under the prologue's copies.
-    if (warp < num_units) {
-      rotate_query<D>(q_raw, q_frag, freq, position - first_shift, quad_col);
-      current_shift = first_shift;
-      rotated = true;
+    load_query(q_raw);
+#pragma unroll
+    for (int t = 0; t < kTrigSlots; ++t) {
+      const int i = lane + 32 * t;
+      freq[t] = i < kHalf ? p.inv_freq[i] : 0.0f;
     }
+    position = p.q_positions[seq];
   } else {
     load_query(q_frag);
   }
+  bool rotated = false;
+  int current_shift = 0;
   const float score_scale = rsqrtf(float(D)) * kLog2e;  // scores kept in the log2 domain
   float o[D / 8][4];
 #pragma unroll
@@ -219,18 +205,21 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
     const int unit = warp + i * kDecodeWarps;
     if (unit >= num_units) break;
     const int ahead = unit + (kStages - 1) * kDecodeWarps;
-    if (ahead < num_units) issue(ahead, stage == 0 ? kStages - 1 : stage - 1);
-    cp_async_commit();
-    const KvEntry ref = p.entries[begin + (unit >> unit_shift)];
-    const int keys_valid = ref.valid - (unit & unit_mask) * kUnitKeys;
+    KvEntry ref;
     if constexpr (LAZY) {
+      ref = p.entries[begin + (unit >> unit_shift)];
       if (!rotated || ref.shift != current_shift) {
-        // A new run of one shift: rotate while this unit's copies are still in flight.
+        // A new run of one shift (the first one right after the prologue): rotate while this
+        // unit's copies are in flight. One call site keeps the lazy kernel's code small.
         rotate_query<D>(q_raw, q_frag, freq, position - ref.shift, quad_col);
         current_shift = ref.shift;
         rotated = true;
       }
     }
+    if (ahead < num_units) issue(ahead, stage == 0 ? kStages - 1 : stage - 1);
+    cp_async_commit();
+    if constexpr (!LAZY) ref = p.entries[begin + (unit >> unit_shift)];
+    const int keys_valid = ref.valid - (unit & unit_mask) * kUnitKeys;
     cp_async_wait<kStages - 1>();  // this unit's group has landed (for this lane)
     __syncwarp();                  // ... and for every lane of the warp
     const __nv_bfloat16* k_tile = ring + stage * kStageElements;
