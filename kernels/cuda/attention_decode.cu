@@ -366,6 +366,82 @@ void dispatch_group(const DecodeParams& p, cudaStream_t stream) {
   }
 }
 
+// Split-KV merge for decode: one warp a row (batch x heads rows are few, splits many). The lanes
+// read the splits' (max, sum) side by side and reduce them with shuffles; then D/4 lanes sum the
+// splits' float4 pieces with eight 16-byte loads in flight, each split's weight shuffled from the
+// lane that formed it (combine_splits instead walks the splits one dependent 4-byte load at a time).
+template <int D>
+__global__ void __launch_bounds__(128) decode_combine_kernel(const float* partial_o, const float* partial_ml, int rows,
+                                                             int splits, __nv_bfloat16* out) {
+  constexpr int kLanes = D / 4;  // lanes holding a float4 of the row
+  constexpr int kInFlight = 8;
+  const int64_t row = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= rows) return;  // whole warps leave: no collective below misses a lane
+  const float* ml = partial_ml + row * splits * 2;
+  float max_all = -INFINITY;
+  for (int s = lane; s < splits; s += 32) max_all = fmaxf(max_all, ml[2 * s]);
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) max_all = fmaxf(max_all, __shfl_xor_sync(0xffffffffu, max_all, offset));
+  const float base = max_all == -INFINITY ? 0.0f : max_all;
+  float sum = 0.0f;
+  for (int s = lane; s < splits; s += 32) sum += ml[2 * s + 1] * exp2f(ml[2 * s] - base);  // empty split: weight 0
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+  const float inv_sum = sum > 0.0f ? 1.0f / sum : 0.0f;
+
+  const bool owner = lane < kLanes;
+  const int dim = (lane % kLanes) * 4;
+  const float* po = partial_o + row * splits * D + dim;
+  float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  auto add = [&](float weight, const float4& v) {
+    acc.x += v.x * weight;
+    acc.y += v.y * weight;
+    acc.z += v.z * weight;
+    acc.w += v.w * weight;
+  };
+  for (int first = 0; first < splits; first += 32) {
+    const int mine = first + lane;
+    const float lane_weight = mine < splits ? exp2f(ml[2 * mine] - base) * inv_sum : 0.0f;
+    const int count = min(32, splits - first);
+    int i = 0;
+    for (; i + kInFlight <= count; i += kInFlight) {
+      float4 v[kInFlight];
+#pragma unroll
+      for (int j = 0; j < kInFlight; ++j) {
+        v[j] = owner ? *reinterpret_cast<const float4*>(po + int64_t(first + i + j) * D) : make_float4(0, 0, 0, 0);
+      }
+#pragma unroll
+      for (int j = 0; j < kInFlight; ++j) add(__shfl_sync(0xffffffffu, lane_weight, i + j), v[j]);
+    }
+    for (; i < count; ++i) {
+      const float4 v = owner ? *reinterpret_cast<const float4*>(po + int64_t(first + i) * D) : make_float4(0, 0, 0, 0);
+      add(__shfl_sync(0xffffffffu, lane_weight, i), v);
+    }
+  }
+  if (owner) {
+    uint2 packed;
+    packed.x = pack_bf16x2(acc.x, acc.y);
+    packed.y = pack_bf16x2(acc.z, acc.w);
+    *reinterpret_cast<uint2*>(out + row * D + dim) = packed;
+  }
+}
+
+template <int D>
+void launch_decode_combine(const DecodeParams& p, cudaStream_t stream) {
+  const int rows = p.batch * p.num_heads;
+  constexpr int kRowsPerCta = 4;  // a warp a row
+  decode_combine_kernel<D><<<(rows + kRowsPerCta - 1) / kRowsPerCta, 32 * kRowsPerCta, 0, stream>>>(
+      p.partial_o, p.partial_ml, rows, p.num_splits, reinterpret_cast<__nv_bfloat16*>(p.out));
+  LAZYSCOPE_CUDA_LAUNCH_CHECK();
+}
+
+template <int D>
+void dispatch_decode(const DecodeParams& p, cudaStream_t stream) {
+  dispatch_group<D>(p, stream);
+  if (p.num_splits > 1) launch_decode_combine<D>(p, stream);
+}
+
 }  // namespace
 
 int decode_num_splits(int batch, int num_kv_heads, int max_entries, int sm_count) {
@@ -401,18 +477,15 @@ void decode_attention(const DecodeParams& p, cudaStream_t stream) {
     throw Error("cuda decode attention: split workspace missing");
   }
   if (p.head_dim == 128) {
-    dispatch_group<128>(p, stream);
+    dispatch_decode<128>(p, stream);
   } else if (p.head_dim == 64) {
-    dispatch_group<64>(p, stream);
+    dispatch_decode<64>(p, stream);
   } else if (p.head_dim == 32) {
-    dispatch_group<32>(p, stream);
+    dispatch_decode<32>(p, stream);
   } else if (p.head_dim == 16) {
-    dispatch_group<16>(p, stream);
+    dispatch_decode<16>(p, stream);
   } else {
     throw Error("cuda decode attention: head_dim " + std::to_string(p.head_dim) + " (supported: 16, 32, 64, 128)");
-  }
-  if (p.num_splits > 1) {
-    combine_splits(p.partial_o, p.partial_ml, p.batch * p.num_heads, p.num_splits, p.head_dim, p.out, stream);
   }
 }
 
