@@ -51,9 +51,9 @@ CudaBackend::CudaBackend() {
   const char* fuse = std::getenv("LAZYSCOPE_CUDA_FUSE");
   fused_decode_ = fuse == nullptr || std::string(fuse) != "0";
   const char* fuse_kv = std::getenv("LAZYSCOPE_CUDA_FUSE_KV");
-  fused_kv_write_ = fuse_kv != nullptr && std::string(fuse_kv) == "1";
+  fused_kv_write_ = fuse_kv == nullptr || std::string(fuse_kv) != "0";
   const char* pdl = std::getenv("LAZYSCOPE_CUDA_PDL");
-  if (pdl != nullptr && std::string(pdl) == "1") gemv_set_programmatic_launch(true);
+  if (pdl != nullptr) gemv_set_programmatic_launch(std::string(pdl) != "0");
 }
 
 CudaBackend::~CudaBackend() {

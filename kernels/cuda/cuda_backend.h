@@ -42,12 +42,12 @@ class CudaBackend final : public Backend {
   // layer): on unless LAZYSCOPE_CUDA_FUSE=0.
   void set_fused_decode(bool enabled);
   bool fused_decode() const { return fused_decode_; }
-  // Experimental: the wqkv GEMV also rotates and stores K/V (and q) itself, replacing kv_write in
-  // one-token steps (needs fused decode). Off unless LAZYSCOPE_CUDA_FUSE_KV=1.
+  // With fused decode, the wqkv GEMV also rotates and stores K/V (and q) itself, replacing
+  // kv_write in one-token steps: on unless LAZYSCOPE_CUDA_FUSE_KV=0.
   void set_fused_kv_write(bool enabled);
   bool fused_kv_write() const { return fused_kv_write_; }
-  // Experimental: programmatic dependent launch of the GEMVs (gemv_set_programmatic_launch is
-  // process-wide; this also drops this backend's graphs). LAZYSCOPE_CUDA_PDL=1 turns it on.
+  // Programmatic dependent launch of the GEMVs (gemv_set_programmatic_launch is process-wide;
+  // this also drops this backend's graphs): on unless LAZYSCOPE_CUDA_PDL=0.
   void set_programmatic_gemv(bool enabled);
   int graph_captures() const { return graph_captures_; }  // graphs instantiated so far
   int graph_replays() const { return graph_replays_; }    // steps run from a graph
@@ -113,7 +113,7 @@ class CudaBackend final : public Backend {
   std::map<std::tuple<int, bool, int>, cudaGraphExec_t> graphs_;
   bool graphs_enabled_ = true;
   bool fused_decode_ = true;
-  bool fused_kv_write_ = false;
+  bool fused_kv_write_ = true;
   bool gemv_ok_ = false;  // every decode GEMM can take the GEMV path (hidden, q and mlp widths % 8)
   int graph_captures_ = 0, graph_replays_ = 0;
 };

@@ -499,7 +499,7 @@ GemvWorkspaceSize gemv_workspace_size(int rows, int cols) {
 namespace {
 
 constexpr std::size_t kMaxStageBytes = 48 * 1024;  // default dynamic shared memory limit
-bool g_programmatic_launch = false;
+bool g_programmatic_launch = true;  // run 2: +2.6 % tok/s on 8B decode, same tokens
 int g_prefetch_steps = 0;
 
 // Launches the GEMV for `input`; returns false (nothing launched) when a staged input would not fit.

@@ -76,14 +76,13 @@ struct QkvRopeOutput {
 };
 bool gemv_rmsnorm_qkv_rope(const float* x, const float* norm_weight, float eps, const bf16_bits* wqkv, int cols,
                            const QkvRopeOutput& output, cudaStream_t stream, const GemvWorkspace* workspace);
-// Programmatic dependent launch of every GEMV (process-wide, off by default; experimental): a
-// GEMV may start, and put its weight loads in flight, while the kernel before it drains; it waits
-// for that kernel's results before reading its input. Graphs captured before a change keep the
-// old launches.
+// Programmatic dependent launch of every GEMV (process-wide, on by default): a GEMV may start,
+// and put its weight loads in flight, while the kernel before it drains; it waits for that
+// kernel's results before reading its input. Graphs captured before a change keep the old launches.
 void gemv_set_programmatic_launch(bool enabled);
 bool gemv_programmatic_launch();
 // Experimental, process-wide: each warp also bulk-prefetches into L2 the weight pieces of its next
-// `steps` steps (0, the default: off).
+// `steps` steps (0, the default: off; run 2 measured it 10 % slower on the 8B decode).
 void gemv_set_prefetch_steps(int steps);
 int gemv_prefetch_steps();
 // Index of the largest value (first on ties; NaN never wins), written to *out (device). `scratch`

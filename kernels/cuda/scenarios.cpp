@@ -2,6 +2,7 @@
 #include "kernels/synthetic_shapes.h"
 
 #include <algorithm>
+#include <functional>
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -98,7 +99,7 @@ enum class DecodeMode { GreedyGraph, GreedyStream, Logits };
 // LM head and readback; not the host's turnaround between steps). The events cost the host a few
 // µs a step, so a pass that reports gpu_ms is not the one to read the wall time from.
 double time_decode(CudaBackend& backend, DecodeState state, DecodeMode mode, int steps, std::vector<int32_t>* chosen,
-                   double* gpu_ms = nullptr) {
+                   double* gpu_ms = nullptr, std::vector<float>* top2_gaps = nullptr) {
   backend.set_graphs_enabled(mode != DecodeMode::GreedyStream);
   std::vector<int32_t> tokens, positions, slots;
   std::vector<float> logits;
@@ -113,6 +114,10 @@ double time_decode(CudaBackend& backend, DecodeState state, DecodeMode mode, int
       step.want_logits = true;
       backend.forward(step, &logits);
       state.token = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      if (timed && top2_gaps != nullptr) {  // a pass that collects gaps is not the timed one
+        std::partial_sort(logits.begin(), logits.begin() + 2, logits.end(), std::greater<float>());
+        top2_gaps->push_back(logits[0] - logits[1]);
+      }
     } else {
       state.token = backend.forward_greedy(step);
     }
@@ -170,44 +175,42 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
   graph_tokens.clear();
   result.greedy_graph_ms = time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &graph_tokens);
   result.greedy_stream_ms = time_decode(backend, prompt, DecodeMode::GreedyStream, decode_steps, &stream_tokens);
-  // Variants of the graph step (experimental switches); each from the same prompt, capture pass first.
+  // Variants of the graph step (each switch of the default off); each from the same prompt,
+  // capture pass first.
   struct Variant {
     const char* name;
     bool fused, fused_kv, programmatic;
-    int prefetch_steps;
   };
   const Variant variants[] = {
-      {"graphs, RMSNorm / SwiGLU as separate launches", false, false, false, 0},
-      {"graphs + kv_write in the wqkv GEMV", true, true, false, 0},
-      {"graphs + GEMV L2 prefetch (4 steps)", true, false, false, 4},
-      {"graphs + PDL GEMVs", true, false, true, 0},
-      {"graphs + PDL GEMVs + L2 prefetch (4 steps)", true, false, true, 4},
-      {"graphs + kv_write in wqkv + PDL + L2 prefetch (4 steps)", true, true, true, 4},
+      {"without PDL (GEMVs launched plainly)", true, true, false},
+      {"without kv_write in the wqkv GEMV", true, false, true},
+      {"run 1 step: RMSNorm / SwiGLU / kv_write as launches of their own, no PDL", false, false, false},
   };
   for (const Variant& v : variants) {
     DecodeVariant out;
     out.name = v.name;
-    try {  // a failing experiment leaves ms at 0 and the rest of the bench running
+    try {  // a failing variant leaves ms at 0 and the rest of the bench running
       backend.set_fused_decode(v.fused);
       backend.set_fused_kv_write(v.fused_kv);
       backend.set_programmatic_gemv(v.programmatic);
-      gemv_set_prefetch_steps(v.prefetch_steps);
       std::vector<int32_t> tokens;
       time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &tokens, &out.device_ms);  // captures
       tokens.clear();
       out.ms = time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &tokens);
-      out.same_tokens = tokens == graph_tokens;
+      const auto mismatch = std::mismatch(tokens.begin(), tokens.end(), graph_tokens.begin(), graph_tokens.end());
+      out.first_difference = mismatch.first == tokens.end() ? -1 : int(mismatch.first - tokens.begin());
     } catch (const Error& e) {
       std::fprintf(stderr, "decode variant '%s' failed: %s\n", v.name, e.what());
       cudaGetLastError();
     }
-    gemv_set_prefetch_steps(0);
-    gemv_set_programmatic_launch(false);
-    backend.set_programmatic_gemv(false);
-    backend.set_fused_kv_write(false);
+    backend.set_programmatic_gemv(true);
+    backend.set_fused_kv_write(true);
     backend.set_fused_decode(true);
     result.variants.push_back(out);
   }
+  // Logits: a first pass (captures, and the top-2 gap of every step), then the timed one.
+  time_decode(backend, prompt, DecodeMode::Logits, decode_steps, &logits_tokens, nullptr, &result.top2_gaps);
+  logits_tokens.clear();
   result.logits_ms = time_decode(backend, prompt, DecodeMode::Logits, decode_steps, &logits_tokens);
   result.tokens_match = graph_tokens == stream_tokens && graph_tokens == logits_tokens;
   return result;

@@ -17,7 +17,7 @@ struct DecodeVariant {
   std::string name;
   double ms = 0;              // wall ms/token (0: the variant failed, see stderr)
   double device_ms = 0;       // median GPU-event time of a step
-  bool same_tokens = false;   // as the default graph run
+  int first_difference = -1;  // first step whose token differs from the default graph run (-1: none)
 };
 
 // Batch-1 greedy decode after a prompt; every mode starts from the same prompt and first token.
@@ -25,7 +25,8 @@ struct DecodeThroughput {
   double prefill_tokens_per_second = 0;  // one prompt of prefill_tokens
   double greedy_graph_ms = 0;    // ms/token: forward_greedy (device argmax, 4-byte readback), CUDA graphs
   double greedy_stream_ms = 0;   // the same without graphs (every kernel launched from the host)
-  std::vector<DecodeVariant> variants;  // the greedy graph step under experimental switches
+  std::vector<DecodeVariant> variants;  // the greedy graph step with one default switched off
+  std::vector<float> top2_gaps;         // per timed step of the logits run: top-1 minus top-2 logit
   double logits_ms = 0;          // forward with the logits read back and argmax on the host (graphs on)
   double device_ms = 0;          // GPU-event ms/token of the greedy graph steps (events around each step)
   int graph_captures = 0;        // graphs instantiated by the greedy graph run

@@ -353,7 +353,7 @@ std::vector<float> download_pool(const bf16_bits* pool, std::size_t count) {
   return out;
 }
 
-// The wqkv GEMV storing q / K / V itself (kv_write folded in, experimental) against the separate
+// The wqkv GEMV storing q / K / V itself (kv_write folded in, the default) against the separate
 // kv_write: same logits within rounding over lazy and plain decode steps, every tested head size.
 TEST_P(BackendTest, FusedKvWriteMatchesSeparateKvWrite) {
   LAZYSCOPE_REQUIRE_GPU();
@@ -395,7 +395,7 @@ TEST_P(BackendTest, FusedKvWriteMatchesSeparateKvWrite) {
   }
 }
 
-// Programmatic dependent launch of the GEMVs (experimental) changes only when kernels start:
+// Programmatic dependent launch of the GEMVs (the default) changes only when kernels start:
 // graph steps with it give the same logits bit for bit as stream steps without it.
 TEST(CudaGraphTest, ProgrammaticLaunchGivesIdenticalLogits) {
   LAZYSCOPE_REQUIRE_GPU();
@@ -416,7 +416,8 @@ TEST(CudaGraphTest, ProgrammaticLaunchGivesIdenticalLogits) {
   std::vector<int32_t> tokens, positions, slots;
   int32_t token = host_argmax(plain_logits);
   struct Restore {
-    ~Restore() { gemv_set_programmatic_launch(false); }
+    bool before = gemv_programmatic_launch();
+    ~Restore() { gemv_set_programmatic_launch(before); }
   } restore;
   pdl.set_programmatic_gemv(true);
   for (int i = 0; i < 20; ++i) {
