@@ -109,15 +109,19 @@ int main(int argc, char** argv) {
                   variant[1], variant[2], 100.0 * best / copy_gbs);
       std::fflush(stdout);
     }
-    std::printf("\n## gemv_bf16 GB/s by column splits (split-K) and rows a warp (2: production; 4: half the pieces a row per step)\n| weight | rows/warp | 1 | 2 | 4 | 8 | 16 | default splits |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
-    for (int i : {0, 1, 2, 3, 5, 6, 8}) {
-      for (int rows_per_warp : {2, 4}) {
-        std::printf("| %s | %d |", names[i], rows_per_warp);
-        for (int splits : {1, 2, 4, 8, 16}) {
-          std::printf(" %.0f |", cuda::measure_gemv_gbs(shapes[i][0], shapes[i][1], true, splits, rows_per_warp));
+    // Run 1 and 2 swept split-K (1..16) x rows a warp (2, 4) for these shapes: one split and two rows
+    // a warp won or tied everywhere (kernels/cuda/ops.cu, gemv_splits_for); `--sweep` repeats it.
+    if (argc > 1 && std::strcmp(argv[1], "--sweep") == 0) {
+      std::printf("\n## gemv_bf16 GB/s by column splits (split-K) and rows a warp, plain launches\n| weight | rows/warp | 1 | 2 | 4 | 8 | 16 | default splits |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
+      for (int i : {0, 1, 2, 3, 5, 6, 8}) {
+        for (int rows_per_warp : {2, 4}) {
+          std::printf("| %s | %d |", names[i], rows_per_warp);
+          for (int splits : {1, 2, 4, 8, 16}) {
+            std::printf(" %.0f |", cuda::measure_gemv_gbs(shapes[i][0], shapes[i][1], true, splits, rows_per_warp));
+          }
+          std::printf(" %d |\n", cuda::gemv_num_splits(shapes[i][0], shapes[i][1]));
+          std::fflush(stdout);
         }
-        std::printf(" %d |\n", cuda::gemv_num_splits(shapes[i][0], shapes[i][1]));
-        std::fflush(stdout);
       }
     }
     const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
