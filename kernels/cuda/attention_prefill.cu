@@ -62,10 +62,10 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
   int* row_key_limit = col_key + 2 * kKeys;                      // [kRows]: last key each row sees
 
   const int group_size = p.num_heads / p.num_kv_heads;
-  // Heaviest causal row tiles first. CTAs start in (x, y) order; when every head's K/V fits the L2
-  // comfortably the order runs across heads (row tile major: the longest CTAs of every head start
-  // in the first wave, a near-even finish), else head by head (one head's K/V hot at a time).
-  const bool across_heads = int64_t(p.num_kv_heads) * (p.prior + p.n) * D * 4 <= (int64_t(32) << 20);
+  // Heaviest causal row tiles first. CTAs start in (x, y) order; when every head's K/V fits the
+  // 50 MB L2 the order runs across heads (row tile major: the longest CTAs of every head start in
+  // the first wave, a near-even finish), else head by head (one head's K/V hot at a time).
+  const bool across_heads = int64_t(p.num_kv_heads) * (p.prior + p.n) * D * 4 <= (int64_t(40) << 20);
   const int linear = blockIdx.x + gridDim.x * blockIdx.y;
   const int row_tile = gridDim.x - 1 - (across_heads ? linear / p.num_kv_heads : blockIdx.x);
   const int kv_head = across_heads ? linear % p.num_kv_heads : blockIdx.y;
