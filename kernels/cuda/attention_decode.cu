@@ -79,6 +79,14 @@ __device__ __forceinline__ void load_unit(__nv_bfloat16* stage, const bf16_bits*
 __device__ __forceinline__ float bf16_lo(uint32_t pair) { return __uint_as_float(pair << 16); }
 __device__ __forceinline__ float bf16_hi(uint32_t pair) { return __uint_as_float(pair & 0xffff0000u); }
 
+// Programmatic dependent launch (both kernels are launched with it): wait until the previous
+// kernel in the stream has finished and its writes are visible (a no-op when launched without
+// it), then let the next kernel's CTAs be scheduled while ours run; the next one waits the same way.
+__device__ __forceinline__ void wait_previous_kernel_then_release_next() {
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;\n" :::);
+}
+
 // Lazy: rotates the raw query fragment by `position` into the A fragment. Lane L holds the angles
 // of frequencies L and L + 32 (cos_t/sin_t slots); the RoPE partner of dim d < D/2 is d + D/2,
 // the same lane's q[kk + D/32], so the rotation itself is lane-local. Warp-uniform (shuffles).
@@ -132,6 +140,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int row = lane / 4, quad_col = lane % 4;  // this lane's A/C fragment row (group head) and column pair
   __nv_bfloat16* ring = reinterpret_cast<__nv_bfloat16*>(smem) + warp * kStages * kStageElements;
+  wait_previous_kernel_then_release_next();  // q and the pool come from earlier kernels
 
   // The query as the A fragment: row `row` (rows >= G are zero), dims kk*16 + 2*quad_col + {0,1}
   // in q_frag[kk][0] and + 8 in q_frag[kk][1]; rows 8..15 of the tile are zero registers.
@@ -326,6 +335,29 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
   }
 }
 
+// Launches with programmatic stream serialization, so the kernel's launch and CTA placement
+// overlap the previous kernel's tail (the kernels wait for it on the device); a launch the runtime
+// refuses with this attribute is retried as a plain launch.
+template <typename... Params, typename... Args>
+void launch_programmatic(void (*kernel)(Params...), dim3 grid, dim3 block, int smem, cudaStream_t stream,
+                         Args... args) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  if (cudaLaunchKernelEx(&config, kernel, args...) != cudaSuccess) {
+    (void)cudaGetLastError();  // clear the refusal, then launch the ordinary way
+    kernel<<<grid, block, smem, stream>>>(args...);
+  }
+  LAZYSCOPE_CUDA_LAUNCH_CHECK();
+}
+
 template <int D, int G, bool LAZY>
 void launch_decode(const DecodeParams& p, cudaStream_t stream) {
   constexpr int kSmem = decode_smem_bytes<D>();
@@ -335,9 +367,8 @@ void launch_decode(const DecodeParams& p, cudaStream_t stream) {
         cudaFuncSetAttribute(decode_kernel<D, G, LAZY>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
     configured = true;
   }
-  dim3 grid(p.num_splits, p.num_kv_heads, p.batch);
-  decode_kernel<D, G, LAZY><<<grid, kDecodeWarps * 32, kSmem, stream>>>(p);
-  LAZYSCOPE_CUDA_LAUNCH_CHECK();
+  launch_programmatic(decode_kernel<D, G, LAZY>, dim3(p.num_splits, p.num_kv_heads, p.batch),
+                      dim3(kDecodeWarps * 32), kSmem, stream, p);
 }
 
 template <int D, int G>
@@ -377,6 +408,7 @@ __global__ void __launch_bounds__(128) decode_combine_kernel(const float* partia
   constexpr int kInFlight = 8;
   const int64_t row = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
+  wait_previous_kernel_then_release_next();  // the partials come from the decode kernel
   if (row >= rows) return;  // whole warps leave: no collective below misses a lane
   const float* ml = partial_ml + row * splits * 2;
   float max_all = -INFINITY;
@@ -431,9 +463,9 @@ template <int D>
 void launch_decode_combine(const DecodeParams& p, cudaStream_t stream) {
   const int rows = p.batch * p.num_heads;
   constexpr int kRowsPerCta = 4;  // a warp a row
-  decode_combine_kernel<D><<<(rows + kRowsPerCta - 1) / kRowsPerCta, 32 * kRowsPerCta, 0, stream>>>(
-      p.partial_o, p.partial_ml, rows, p.num_splits, reinterpret_cast<__nv_bfloat16*>(p.out));
-  LAZYSCOPE_CUDA_LAUNCH_CHECK();
+  launch_programmatic(decode_combine_kernel<D>, dim3((rows + kRowsPerCta - 1) / kRowsPerCta), dim3(32 * kRowsPerCta),
+                      0, stream, static_cast<const float*>(p.partial_o), static_cast<const float*>(p.partial_ml), rows,
+                      p.num_splits, reinterpret_cast<__nv_bfloat16*>(p.out));
 }
 
 template <int D>
