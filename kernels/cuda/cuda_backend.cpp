@@ -322,6 +322,12 @@ void CudaBackend::set_fused_kv_write(bool enabled) {
   fused_kv_write_ = enabled;
 }
 
+void CudaBackend::set_decode_splits_cap(int cap) {
+  LAZYSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  invalidate_graphs();
+  decode_splits_cap_ = std::max(0, cap);
+}
+
 void CudaBackend::set_programmatic_gemv(bool enabled) {
   LAZYSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
   invalidate_graphs();
@@ -367,7 +373,8 @@ constexpr std::size_t kDecodeTokenAt = 0, kDecodePositionAt = 4, kDecodeSlotAt =
 void CudaBackend::run_decode(const ForwardStep& step, StepOutput output) {
   const int count = int(step.table.size());
   if (count == 0) throw Error("forward: more new tokens than table entries");
-  const int splits = decode_num_splits(1, shape_.num_kv_heads, count, sm_count_);
+  int splits = decode_num_splits(1, shape_.num_kv_heads, count, sm_count_);
+  if (decode_splits_cap_ > 0) splits = std::min(splits, decode_splits_cap_);
   ensure_workspace(1, shape_.num_heads * splits);
   const std::size_t bytes = kDecodeEntriesAt + std::size_t(count) * sizeof(KvEntry);
   unsigned char* meta = stage_meta(bytes);

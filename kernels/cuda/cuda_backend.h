@@ -49,6 +49,8 @@ class CudaBackend final : public Backend {
   // Programmatic dependent launch of the GEMVs (gemv_set_programmatic_launch is process-wide;
   // this also drops this backend's graphs): on unless LAZYSCOPE_CUDA_PDL=0.
   void set_programmatic_gemv(bool enabled);
+  // Experimental: at most this many KV splits in one-token attention (0: decode_num_splits' choice).
+  void set_decode_splits_cap(int cap);
   int graph_captures() const { return graph_captures_; }  // graphs instantiated so far
   int graph_replays() const { return graph_replays_; }    // steps run from a graph
 
@@ -114,6 +116,7 @@ class CudaBackend final : public Backend {
   bool graphs_enabled_ = true;
   bool fused_decode_ = true;
   bool fused_kv_write_ = true;
+  int decode_splits_cap_ = 0;
   bool gemv_ok_ = false;  // every decode GEMM can take the GEMV path (hidden, q and mlp widths % 8)
   int graph_captures_ = 0, graph_replays_ = 0;
 };

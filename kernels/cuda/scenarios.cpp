@@ -180,11 +180,14 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
   struct Variant {
     const char* name;
     bool fused, fused_kv, programmatic;
+    int splits_cap;
   };
   const Variant variants[] = {
-      {"without PDL (GEMVs launched plainly)", true, true, false},
-      {"without kv_write in the wqkv GEMV", true, false, true},
-      {"run 1 step: RMSNorm / SwiGLU / kv_write as launches of their own, no PDL", false, false, false},
+      {"without PDL (GEMVs launched plainly)", true, true, false, 0},
+      {"without kv_write in the wqkv GEMV", true, false, true, 0},
+      {"run 1 step: RMSNorm / SwiGLU / kv_write as launches of their own, no PDL", false, false, false, 0},
+      {"default + attention KV splits capped at 16", true, true, true, 16},
+      {"default + attention KV splits capped at 8", true, true, true, 8},
   };
   for (const Variant& v : variants) {
     DecodeVariant out;
@@ -193,6 +196,7 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
       backend.set_fused_decode(v.fused);
       backend.set_fused_kv_write(v.fused_kv);
       backend.set_programmatic_gemv(v.programmatic);
+      backend.set_decode_splits_cap(v.splits_cap);
       std::vector<int32_t> tokens;
       time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &tokens, &out.device_ms);  // captures
       tokens.clear();
@@ -203,6 +207,7 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
       std::fprintf(stderr, "decode variant '%s' failed: %s\n", v.name, e.what());
       cudaGetLastError();
     }
+    backend.set_decode_splits_cap(0);
     backend.set_programmatic_gemv(true);
     backend.set_fused_kv_write(true);
     backend.set_fused_decode(true);
