@@ -433,6 +433,35 @@ TEST(CudaGraphTest, ProgrammaticLaunchGivesIdenticalLogits) {
   EXPECT_GT(pdl.graph_replays(), 0);
 }
 
+// Fewer KV splits in one-token attention (the experimental cap) change only the merge order.
+TEST(CudaGraphTest, DecodeSplitsCapKeepsLogits) {
+  LAZYSCOPE_REQUIRE_GPU();
+  const ModelShape shape = tiny_shape(64);
+  HostWeights w = random_weights(shape, 37);
+  CudaBackend capped, plain;
+  capped.set_decode_splits_cap(1);
+  constexpr int kBlock = 4;
+  for (CudaBackend* b : {&capped, &plain}) {
+    b->load(shape, w.view);
+    b->allocate_pool(64, kBlock);
+  }
+  const std::vector<int32_t> prompt = random_tokens(90, shape.vocab_size, 81);
+  std::vector<float> capped_logits, plain_logits;
+  Segment seg = prefill(plain, prompt, 0, 0, kBlock, {}, false, &plain_logits);
+  prefill(capped, prompt, 0, 0, kBlock, {}, false, &capped_logits);
+  std::vector<BlockRef> table = seg.blocks;
+  std::vector<int32_t> tokens, positions, slots;
+  int32_t token = host_argmax(plain_logits);
+  for (int i = 0; i < 6; ++i) {
+    ForwardStep step = next_step(table, 90 + i, kBlock, token, i % 2 == 1, tokens, positions, slots);
+    step.want_logits = true;
+    capped.forward(step, &capped_logits);
+    plain.forward(step, &plain_logits);
+    EXPECT_LT(relative_error(capped_logits, plain_logits), 1e-2) << "step " << i;
+    token = host_argmax(plain_logits);
+  }
+}
+
 // forward_greedy on the GPU equals the CPU reference's greedy choice (or a near-tie) step by step.
 TEST(CudaGraphTest, GreedyMatchesCpuBackend) {
   LAZYSCOPE_REQUIRE_GPU();
