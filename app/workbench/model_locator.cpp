@@ -1,5 +1,6 @@
 #include "app/workbench/model_locator.h"
 
+#include <QCoreApplication>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -31,10 +32,20 @@ std::filesystem::path training_text_dir() {
   if (files.isEmpty())
     throw Error("the workbench was built without its bundled training text (resources/text)");
   for (const QString& name : files) {
+    // Copy under a name of this process, then rename over the target: workbenches (and test
+    // processes) starting at the same time never see or remove each other's half-written file.
     const QString target = out + '/' + name;
-    QFile::remove(target);
-    if (!QFile::copy(bundled.filePath(name), target))
-      throw Error("cannot write the tokenizer training text to " + target.toStdString());
+    const QString temp = target + QStringLiteral(".%1.tmp").arg(QCoreApplication::applicationPid());
+    QFile::remove(temp);
+    if (!QFile::copy(bundled.filePath(name), temp))
+      throw Error("cannot write the tokenizer training text to " + temp.toStdString());
+    std::error_code error;
+    std::filesystem::rename(temp.toStdString(), target.toStdString(), error);
+    if (error) {
+      QFile::remove(temp);
+      throw Error("cannot write the tokenizer training text to " + target.toStdString() + ": " +
+                  error.message());
+    }
   }
   return std::filesystem::path(out.toStdString());
 }
