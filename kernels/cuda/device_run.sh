@@ -56,14 +56,15 @@ if has bench; then
   timeout 200 $B/bench/bench_cuda_end_to_end 2>&1 | tee "$OUT/bench_end_to_end.md"
 fi
 if has profile; then
-  # One launch each, picked by kernel name and launch count: decode batch 16 x 8K (plain) and the
-  # first causal-8K prefill launch. Sections only (no full replay set), clocks as found.
-  S="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats --section LaunchStats"
-  timeout 120 ncu --clock-control none $S -k "regex:${PROFILE_DECODE_KERNEL:-decode}" \
-    --launch-skip "${PROFILE_DECODE_SKIP:-1875}" --launch-count 1 $B/bench/bench_cuda_attention --decode \
+  # One launch each, picked by kernel name and launch count in bench_cuda_attention's order: decode
+  # batch 16 x 8K plain (24 configurations of 213 launches before it, then 3 warm-ups) and causal-16K
+  # plain prefill (3 shapes of 468 launches, then 3 warm-ups). Sections only, clocks as found.
+  S="--section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats --section LaunchStats"
+  timeout 120 ncu --clock-control none $S -k "regex:${PROFILE_DECODE_KERNEL:-decode_kernel}" \
+    --launch-skip "${PROFILE_DECODE_SKIP:-5115}" --launch-count 1 $B/bench/bench_cuda_attention --decode \
     > "$LOGS/ncu_decode.txt" 2>&1; echo "ncu decode rc=$?"
   timeout 120 ncu --clock-control none $S -k "regex:${PROFILE_PREFILL_KERNEL:-prefill_kernel}" \
-    --launch-skip "${PROFILE_PREFILL_SKIP:-400}" --launch-count 1 $B/bench/bench_cuda_attention \
+    --launch-skip "${PROFILE_PREFILL_SKIP:-1407}" --launch-count 1 $B/bench/bench_cuda_attention \
     > "$LOGS/ncu_prefill.txt" 2>&1; echo "ncu prefill rc=$?"
   cat "$LOGS/ncu_decode.txt" "$LOGS/ncu_prefill.txt" > "$OUT/ncu.txt"
 fi
