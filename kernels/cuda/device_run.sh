@@ -63,6 +63,12 @@ if has profile; then
   timeout 120 ncu --clock-control none $S -k "regex:${PROFILE_DECODE_KERNEL:-decode_kernel}" \
     --launch-skip "${PROFILE_DECODE_SKIP:-5115}" --launch-count 1 $B/bench/bench_cuda_attention --decode \
     > "$LOGS/ncu_decode.txt" 2>&1; echo "ncu decode rc=$?"
+  # Batch 4 x 1K plain and lazy (configurations 10 and 11): where the lazy overhead shows.
+  for skip in 2133 2346; do
+    timeout 90 ncu --clock-control none --section SpeedOfLight --section InstructionStats --section LaunchStats \
+      -k "regex:decode_kernel" --launch-skip $skip --launch-count 1 $B/bench/bench_cuda_attention --decode \
+      >> "$LOGS/ncu_decode.txt" 2>&1; echo "ncu decode (skip $skip) rc=$?"
+  done
   timeout 120 ncu --clock-control none $S -k "regex:${PROFILE_PREFILL_KERNEL:-prefill_kernel}" \
     --launch-skip "${PROFILE_PREFILL_SKIP:-1407}" --launch-count 1 $B/bench/bench_cuda_attention \
     > "$LOGS/ncu_prefill.txt" 2>&1; echo "ncu prefill rc=$?"
