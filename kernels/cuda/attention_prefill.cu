@@ -215,17 +215,31 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
         key_limit[0] = row_key_limit[(warp * MT + mt) * 16 + quad_row];
         key_limit[1] = row_key_limit[(warp * MT + mt) * 16 + quad_row + 8];
       }
+      // Maxima and sums as trees over the 8-column groups (depth 4, not a 16-long dependent chain:
+      // with 8 warps an SM the loop is latency-bound, not issue-bound).
+      float part[2][kKeys / 8];
 #pragma unroll
       for (int nt = 0; nt < kKeys / 8; ++nt) {
+        if constexpr (kMask) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          if constexpr (kMask) {
+          for (int e = 0; e < 4; ++e) {
             const int key = keys[nt * 8 + quad_col * 2 + (e & 1)];
             if (key > key_limit[e >> 1]) s[mt][nt][e] = -INFINITY;
           }
-          tile_max[e >> 1] = fmaxf(tile_max[e >> 1], s[mt][nt][e]);
+        }
+        part[0][nt] = fmaxf(s[mt][nt][0], s[mt][nt][1]);
+        part[1][nt] = fmaxf(s[mt][nt][2], s[mt][nt][3]);
+      }
+#pragma unroll
+      for (int width = kKeys / 16; width >= 1; width /= 2) {
+#pragma unroll
+        for (int i = 0; i < width; ++i) {
+          part[0][i] = fmaxf(part[0][i], part[0][i + width]);
+          part[1][i] = fmaxf(part[1][i], part[1][i + width]);
         }
       }
+      tile_max[0] = part[0][0];
+      tile_max[1] = part[1][0];
       float correction[2], base_max[2];
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
@@ -235,17 +249,24 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
         base_max[half] = new_max == -INFINITY ? 0.0f : new_max;
         correction[half] = fast_exp2(row_max[mt][half] - base_max[half]);
         row_max[mt][half] = new_max;
-        row_sum[mt][half] *= correction[half];
       }
 #pragma unroll
       for (int nt = 0; nt < kKeys / 8; ++nt) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const float weight = fast_exp2(fmaf(s[mt][nt][e], score_scale, -base_max[e >> 1]));
-          s[mt][nt][e] = weight;
-          row_sum[mt][e >> 1] += weight;
+        for (int e = 0; e < 4; ++e) s[mt][nt][e] = fast_exp2(fmaf(s[mt][nt][e], score_scale, -base_max[e >> 1]));
+        part[0][nt] = s[mt][nt][0] + s[mt][nt][1];
+        part[1][nt] = s[mt][nt][2] + s[mt][nt][3];
+      }
+#pragma unroll
+      for (int width = kKeys / 16; width >= 1; width /= 2) {
+#pragma unroll
+        for (int i = 0; i < width; ++i) {
+          part[0][i] += part[0][i + width];
+          part[1][i] += part[1][i + width];
         }
       }
+      row_sum[mt][0] = fmaf(row_sum[mt][0], correction[0], part[0][0]);
+      row_sum[mt][1] = fmaf(row_sum[mt][1], correction[1], part[1][0]);
       // Once a row's maximum settles (most tiles of a long row) its correction is exactly 1: skip
       // the accumulator rescale when the whole warp agrees (a warp-uniform branch).
       if (__any_sync(0xffffffffu, correction[0] != 1.0f || correction[1] != 1.0f)) {
@@ -283,8 +304,7 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
     __syncthreads();
     load_tile(tile_begin, 0);
     cp_async_commit();
-    for (int ti = tile_begin; ti < tile_end; ++ti) {
-      const int stage = (ti - tile_begin) & 1;
+    for (int ti = tile_begin, stage = 0; ti < tile_end; ++ti, stage ^= 1) {  // stage = (ti − tile_begin) & 1
       // One barrier per tile: it publishes tile ti's K/V (and the next tiles' metadata), and every
       // warp has finished tile ti − 1, so its stage (stage ^ 1) may be refilled now.
       cp_async_wait<0>();
