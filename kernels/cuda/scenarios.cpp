@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <random>
 #include <vector>
@@ -99,7 +100,7 @@ enum class DecodeMode { GreedyGraph, GreedyStream, Logits };
 // LM head and readback; not the host's turnaround between steps). The events cost the host a few
 // µs a step, so a pass that reports gpu_ms is not the one to read the wall time from.
 double time_decode(CudaBackend& backend, DecodeState state, DecodeMode mode, int steps, std::vector<int32_t>* chosen,
-                   double* gpu_ms = nullptr, std::vector<float>* top2_gaps = nullptr) {
+                   double* gpu_ms = nullptr, std::vector<std::vector<float>>* step_logits = nullptr) {
   backend.set_graphs_enabled(mode != DecodeMode::GreedyStream);
   std::vector<int32_t> tokens, positions, slots;
   std::vector<float> logits;
@@ -114,10 +115,7 @@ double time_decode(CudaBackend& backend, DecodeState state, DecodeMode mode, int
       step.want_logits = true;
       backend.forward(step, &logits);
       state.token = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
-      if (timed && top2_gaps != nullptr) {  // a pass that collects gaps is not the timed one
-        std::partial_sort(logits.begin(), logits.begin() + 2, logits.end(), std::greater<float>());
-        top2_gaps->push_back(logits[0] - logits[1]);
-      }
+      if (timed && step_logits != nullptr) step_logits->push_back(logits);  // not in a pass read for its time
     } else {
       state.token = backend.forward_greedy(step);
     }
@@ -177,46 +175,70 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
   result.greedy_stream_ms = time_decode(backend, prompt, DecodeMode::GreedyStream, decode_steps, &stream_tokens);
   // Variants of the graph step (each switch of the default off); each from the same prompt,
   // capture pass first.
+  // Logits: a first pass (captures, and every step's logits for the comparisons below), then the timed one.
+  std::vector<std::vector<float>> default_logits;
+  time_decode(backend, prompt, DecodeMode::Logits, decode_steps, &logits_tokens, nullptr, &default_logits);
+  logits_tokens.clear();
+  result.logits_ms = time_decode(backend, prompt, DecodeMode::Logits, decode_steps, &logits_tokens);
+
   struct Variant {
     const char* name;
     bool fused, fused_kv, programmatic;
     int splits_cap;
   };
+  const int cap = CudaBackend::kDefaultDecodeSplitsCap;
   const Variant variants[] = {
-      {"without PDL (GEMVs launched plainly)", true, true, false, 0},
-      {"without kv_write in the wqkv GEMV", true, false, true, 0},
-      {"run 1 step: RMSNorm / SwiGLU / kv_write as launches of their own, no PDL", false, false, false, 0},
-      {"default + attention KV splits capped at 16", true, true, true, 16},
-      {"default + attention KV splits capped at 8", true, true, true, 8},
+      {"without PDL (GEMVs launched plainly)", true, true, false, cap},
+      {"without kv_write in the wqkv GEMV", true, false, true, cap},
+      {"run 1 step: RMSNorm / SwiGLU / kv_write as launches of their own, no PDL, no split cap", false, false, false,
+       0},
+      {"without the attention KV split cap (decode_num_splits' choice)", true, true, true, 0},
+      {"attention KV splits capped at 8", true, true, true, 8},
+      {"attention KV splits capped at 24", true, true, true, 24},
   };
+  auto configure = [&](const Variant& v) {
+    backend.set_fused_decode(v.fused);
+    backend.set_fused_kv_write(v.fused_kv);
+    backend.set_programmatic_gemv(v.programmatic);
+    backend.set_decode_splits_cap(v.splits_cap);
+  };
+  const Variant defaults{"", true, true, true, cap};
   for (const Variant& v : variants) {
     DecodeVariant out;
     out.name = v.name;
     try {  // a failing variant leaves ms at 0 and the rest of the bench running
-      backend.set_fused_decode(v.fused);
-      backend.set_fused_kv_write(v.fused_kv);
-      backend.set_programmatic_gemv(v.programmatic);
-      backend.set_decode_splits_cap(v.splits_cap);
+      configure(v);
       std::vector<int32_t> tokens;
       time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &tokens, &out.device_ms);  // captures
       tokens.clear();
       out.ms = time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &tokens);
       const auto mismatch = std::mismatch(tokens.begin(), tokens.end(), graph_tokens.begin(), graph_tokens.end());
       out.first_difference = mismatch.first == tokens.end() ? -1 : int(mismatch.first - tokens.begin());
+      const int k = out.first_difference;
+      if (k >= 0 && k < int(default_logits.size())) {
+        // The variant's logits at that step (same tokens before it): margins and the largest |Δlogit|.
+        std::vector<std::vector<float>> variant_logits;
+        std::vector<int32_t> variant_tokens;
+        time_decode(backend, prompt, DecodeMode::Logits, k + 1, &variant_tokens, nullptr, &variant_logits);
+        const std::vector<float>& a = default_logits[k];
+        const std::vector<float>& b = variant_logits.back();
+        auto top2_gap = [](std::vector<float> v) {
+          std::partial_sort(v.begin(), v.begin() + 2, v.end(), std::greater<float>());
+          return double(v[0]) - double(v[1]);
+        };
+        out.default_gap = top2_gap(a);
+        out.variant_gap = top2_gap(b);
+        for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
+          out.max_logit_delta = std::max(out.max_logit_delta, std::fabs(double(a[i]) - double(b[i])));
+        }
+      }
     } catch (const Error& e) {
       std::fprintf(stderr, "decode variant '%s' failed: %s\n", v.name, e.what());
       cudaGetLastError();
     }
-    backend.set_decode_splits_cap(0);
-    backend.set_programmatic_gemv(true);
-    backend.set_fused_kv_write(true);
-    backend.set_fused_decode(true);
+    configure(defaults);
     result.variants.push_back(out);
   }
-  // Logits: a first pass (captures, and the top-2 gap of every step), then the timed one.
-  time_decode(backend, prompt, DecodeMode::Logits, decode_steps, &logits_tokens, nullptr, &result.top2_gaps);
-  logits_tokens.clear();
-  result.logits_ms = time_decode(backend, prompt, DecodeMode::Logits, decode_steps, &logits_tokens);
   result.tokens_match = graph_tokens == stream_tokens && graph_tokens == logits_tokens;
   return result;
 }

@@ -18,6 +18,10 @@ struct DecodeVariant {
   double ms = 0;              // wall ms/token (0: the variant failed, see stderr)
   double device_ms = 0;       // median GPU-event time of a step
   int first_difference = -1;  // first step whose token differs from the default graph run (-1: none)
+  // At that step: both runs' top-1 minus top-2 logit and the largest |Δlogit| between them. A flip
+  // is a near-tie (rounding) when both margins are within that |Δlogit| (generate --compare's rule).
+  double default_gap = 0, variant_gap = 0, max_logit_delta = 0;
+  bool near_tie() const { return default_gap <= max_logit_delta && variant_gap <= max_logit_delta; }
 };
 
 // Batch-1 greedy decode after a prompt; every mode starts from the same prompt and first token.
@@ -26,7 +30,6 @@ struct DecodeThroughput {
   double greedy_graph_ms = 0;    // ms/token: forward_greedy (device argmax, 4-byte readback), CUDA graphs
   double greedy_stream_ms = 0;   // the same without graphs (every kernel launched from the host)
   std::vector<DecodeVariant> variants;  // the greedy graph step with one default switched off
-  std::vector<float> top2_gaps;         // per timed step of the logits run: top-1 minus top-2 logit
   double logits_ms = 0;          // forward with the logits read back and argmax on the host (graphs on)
   double device_ms = 0;          // GPU-event ms/token of the greedy graph steps (events around each step)
   int graph_captures = 0;        // graphs instantiated by the greedy graph run
