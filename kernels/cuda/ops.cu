@@ -141,8 +141,9 @@ __global__ void argmax_kernel(const float* x, int n, int32_t* out, unsigned long
 // GEMV: a CTA of kGemvWarps warps owns kGemvRowsPerCta rows over one column split; each warp owns
 // kGemvRows of them. A lane streams 16-byte pieces: kGemvUnroll pieces per row per step, and the
 // next step's loads are issued before this step's FMAs, so up to 2 * kGemvRows * kGemvUnroll
-// loads stay in flight per lane. Split-K (narrow matrices) writes fp32 partials; the last CTA of
-// a row block to arrive sums them in split order (deterministic) and writes the output.
+// loads stay in flight per lane. Split-K (only matrices with very few rows, see gemv_splits_for)
+// writes fp32 partials; the last CTA of a row block to arrive sums them in split order
+// (deterministic) and writes the output.
 constexpr int kGemvRows = 2, kGemvWarps = 8, kGemvUnroll = 4;
 constexpr int kGemvRowsPerCta = kGemvRows * kGemvWarps;
 constexpr int kGemvStepPieces = 32 * kGemvUnroll;  // pieces a warp covers per step

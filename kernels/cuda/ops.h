@@ -40,8 +40,8 @@ GemvWorkspaceSize gemv_workspace_size(int rows, int cols);
 GemvWorkspaceSize gemv_workspace_size_for_splits(int rows, int splits);
 // One-token GEMM (GEMV): out[rows] (+)= w[rows, cols] @ x[cols], bf16 weights and input, fp32
 // accumulation; out is fp32 (accumulate adds to it) or bf16. cols must be a multiple of 8.
-// Narrow matrices split the columns over more CTAs when `workspace` is big enough (see above);
-// the result is deterministic either way.
+// Matrices with very few rows split the columns over more CTAs when `workspace` is big enough
+// (see above); the result is deterministic either way.
 void gemv_bf16(const bf16_bits* x, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32, bool accumulate,
                cudaStream_t stream, const GemvWorkspace* workspace = nullptr);
 // gemv_bf16 with an explicit split count (1..16) and rows per warp (2, the default, or 4: half the
