@@ -204,19 +204,20 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
   static_assert(D == 16 || D == 32 || D == 64 || D == 128, "head_dim 16, 32, 64 or 128");
 
   // Online softmax of one tile's scores (raw QK^T in s); MASK applies empty slots and the causal
-  // limit per element. The scale is folded into the exponent (one FFMA per score).
+  // limit per element. Three straight-line phases over both row tiles (so their latency chains
+  // interleave): maxima and corrections; one warp-uniform rescale branch; exponentials and sums.
+  // Maxima and sums are trees over the 8-column groups (depth 4, not 16-long dependent chains:
+  // with 8 warps an SM the loop is latency-bound). The scale is folded into the exponent (FFMA).
   auto softmax_tile = [&](auto mask_tag, float (&s)[MT][kKeys / 8][4], const int* keys) {
     constexpr bool kMask = decltype(mask_tag)::value;
+    float correction[MT][2], base_max[MT][2];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
-      float tile_max[2] = {-INFINITY, -INFINITY};
       int key_limit[2] = {0, 0};
       if constexpr (kMask) {
         key_limit[0] = row_key_limit[(warp * MT + mt) * 16 + quad_row];
         key_limit[1] = row_key_limit[(warp * MT + mt) * 16 + quad_row + 8];
       }
-      // Maxima and sums as trees over the 8-column groups (depth 4, not a 16-long dependent chain:
-      // with 8 warps an SM the loop is latency-bound, not issue-bound).
       float part[2][kKeys / 8];
 #pragma unroll
       for (int nt = 0; nt < kKeys / 8; ++nt) {
@@ -238,22 +239,43 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
           part[1][i] = fmaxf(part[1][i], part[1][i + width]);
         }
       }
-      tile_max[0] = part[0][0];
-      tile_max[1] = part[1][0];
-      float correction[2], base_max[2];
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        tile_max[half] = fmaxf(tile_max[half], __shfl_xor_sync(0xffffffffu, tile_max[half], 1));
-        tile_max[half] = fmaxf(tile_max[half], __shfl_xor_sync(0xffffffffu, tile_max[half], 2));
-        const float new_max = fmaxf(row_max[mt][half], tile_max[half] * score_scale);  // log2 domain
-        base_max[half] = new_max == -INFINITY ? 0.0f : new_max;
-        correction[half] = fast_exp2(row_max[mt][half] - base_max[half]);
+        float tile_max = part[half][0];
+        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+        const float new_max = fmaxf(row_max[mt][half], tile_max * score_scale);  // log2 domain
+        base_max[mt][half] = new_max == -INFINITY ? 0.0f : new_max;
+        correction[mt][half] = fast_exp2(row_max[mt][half] - base_max[mt][half]);
         row_max[mt][half] = new_max;
       }
+    }
+    // Once the row maxima settle (most tiles of a long row) every correction is exactly 1: skip
+    // the accumulator rescale when the whole warp agrees.
+    bool rescale = false;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) rescale = rescale || correction[mt][0] != 1.0f || correction[mt][1] != 1.0f;
+    if (__any_sync(0xffffffffu, rescale)) {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int dt = 0; dt < D / 8; ++dt) {
+          o[mt][dt][0] *= correction[mt][0];
+          o[mt][dt][1] *= correction[mt][0];
+          o[mt][dt][2] *= correction[mt][1];
+          o[mt][dt][3] *= correction[mt][1];
+        }
+      }
+    }
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      float part[2][kKeys / 8];
 #pragma unroll
       for (int nt = 0; nt < kKeys / 8; ++nt) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) s[mt][nt][e] = fast_exp2(fmaf(s[mt][nt][e], score_scale, -base_max[e >> 1]));
+        for (int e = 0; e < 4; ++e) {
+          s[mt][nt][e] = fast_exp2(fmaf(s[mt][nt][e], score_scale, -base_max[mt][e >> 1]));
+        }
         part[0][nt] = s[mt][nt][0] + s[mt][nt][1];
         part[1][nt] = s[mt][nt][2] + s[mt][nt][3];
       }
@@ -265,19 +287,8 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
           part[1][i] += part[1][i + width];
         }
       }
-      row_sum[mt][0] = fmaf(row_sum[mt][0], correction[0], part[0][0]);
-      row_sum[mt][1] = fmaf(row_sum[mt][1], correction[1], part[1][0]);
-      // Once a row's maximum settles (most tiles of a long row) its correction is exactly 1: skip
-      // the accumulator rescale when the whole warp agrees (a warp-uniform branch).
-      if (__any_sync(0xffffffffu, correction[0] != 1.0f || correction[1] != 1.0f)) {
-#pragma unroll
-        for (int dt = 0; dt < D / 8; ++dt) {
-          o[mt][dt][0] *= correction[0];
-          o[mt][dt][1] *= correction[0];
-          o[mt][dt][2] *= correction[1];
-          o[mt][dt][3] *= correction[1];
-        }
-      }
+      row_sum[mt][0] = fmaf(row_sum[mt][0], correction[mt][0], part[0][0]);
+      row_sum[mt][1] = fmaf(row_sum[mt][1], correction[mt][1], part[1][0]);
     }
   };
 
