@@ -326,10 +326,15 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
       const int tile_keys_end = ti + 1 < p.num_tiles ? ring[(ti + 1) & 3].key_start : p.prior + p.n;
       const int tile_keys_begin = ring[ti & 3].key_start;
       const bool needs_mask = tile_keys_end - tile_keys_begin != kKeys || tile_keys_begin + kKeys - 1 > row_key_limit[0];
-      if (ti + 1 < tile_end) load_tile(ti + 1, stage ^ 1);
-      if (ti + 2 < tile_end) copy_entries(ti + 2, stage);  // meta[stage] held tile ti's, already used
-      if (threadIdx.x == 0 && ti + 3 <= tile_end && ti + 3 < p.num_tiles) copy_desc(ti + 3);  // slot of tile ti − 1
-      cp_async_commit();
+      // The next tiles' copies: before QK^T (default) or right after it (p.late_issue, experimental:
+      // the MMAs start sooner, the copies have softmax + P·V to land).
+      auto issue_copies = [&] {
+        if (ti + 1 < tile_end) load_tile(ti + 1, stage ^ 1);
+        if (ti + 2 < tile_end) copy_entries(ti + 2, stage);  // meta[stage] held tile ti's, already used
+        if (threadIdx.x == 0 && ti + 3 <= tile_end && ti + 3 < p.num_tiles) copy_desc(ti + 3);  // slot of tile ti − 1
+        cp_async_commit();
+      };
+      if (!p.late_issue) issue_copies();
       const __nv_bfloat16* k_tile = k_s + stage * kKeys * kLd;
       const __nv_bfloat16* v_tile = v_s + stage * kKeys * kLd;
       const int* keys = col_key + stage * kKeys;
@@ -358,6 +363,7 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
           }
         }
       }
+      if (p.late_issue) issue_copies();
       if (needs_mask) {
         softmax_tile(std::true_type{}, s, keys);
       } else {
