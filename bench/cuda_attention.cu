@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <string>
@@ -133,117 +135,157 @@ void decode_table(double copy_gbs, const DeviceBuffer& inv_freq) {
 }
 
 // One prefill step of one layer as the backend runs it: kv_write (new K/V into the pool and the
-// query rotation), then attention. Times in ms.
-struct PrefillTimes {
-  double attention = 0;  // attention alone (plain: q rotated; lazy: q_rotated already filled)
-  double step = 0;       // kv_write + attention
-  double prepass = 0;    // lazy only: attention with its own rotation pre-pass (the unfused path)
-  double late = 0;       // plain only: next tile's copies issued after QK^T (experimental)
-  int splits = 1;
-};
-
-PrefillTimes time_prefill(const Pool& pool, const std::vector<KvEntry>& table, int n, bool lazy,
-                          const DeviceBuffer& inv_freq) {
-  AttentionPlan plan;
-  append_table(plan, table.data(), int(table.size()), kBlock, lazy);
-  const int total = plan.seq_total_keys[0];
-  DeviceBuffer entries = upload(plan.entries), tiles = upload(plan.tiles);
-  DeviceBuffer shifts = upload(plan.distinct_shifts), tile_shift = upload(plan.tile_shift_index);
-  const int num_shifts = int(plan.distinct_shifts.size());
-  DeviceBuffer q_rotated(lazy ? lazy_query_workspace_elements(n, kHeads, kDim, num_shifts) * 2 : 16);
-  std::vector<int32_t> positions(n), slots(n);
-  for (int i = 0; i < n; ++i) {
-    positions[i] = total - n + i + 5;
-    const int key = total - n + i;  // every block but the last is full
-    slots[i] = table[key / kBlock].block * kBlock + key % kBlock;
-  }
-  DeviceBuffer d_positions = upload(positions), d_slots = upload(slots);
-  // The backend's qkv rows: [q | k | v].
-  const int64_t row = int64_t(kHeads + 2 * kKvHeads) * kDim;
-  DeviceBuffer qkv(std::size_t(n) * row * 2), out(std::size_t(n) * kHeads * kDim * 2);
-  fill_random_bf16(qkv.as<bf16_bits>(), int64_t(n) * row, 5, 1.0f, nullptr);
-  const int sm = device_sm_count();
-  const int plain_splits = prefill_num_splits(n, kHeads, kKvHeads, int(plan.tiles.size()), sm);
-  const std::vector<int32_t> ranges = lazy_split_ranges(plan, 0, plain_splits);
-  const int splits = lazy ? int(ranges.size() / 2) : plain_splits;
-  DeviceBuffer d_ranges = upload(ranges);
-  DeviceBuffer po(split_partial_o_floats(n * kHeads, splits, kDim) * 4);
-  DeviceBuffer pml(split_partial_ml_floats(n * kHeads, splits) * 4);
-  // Pool writes land on this table's own blocks (the pool is shared by the shapes).
+// query rotation), then attention. Owns its metadata, query and workspace buffers.
+struct PrefillCase {
+  DeviceBuffer entries, tiles, shifts, tile_shift, q_rotated, positions, slots, qkv, out, ranges, po, pml;
   KvWriteParams kw;
-  kw.k = qkv.as<bf16_bits>() + kHeads * kDim;
-  kw.v = qkv.as<bf16_bits>() + (kHeads + kKvHeads) * kDim;
-  kw.row_stride = row;
-  kw.q = qkv.as<bf16_bits>();
-  kw.q_row_stride = row;
-  kw.shifts = lazy ? shifts.as<int32_t>() : nullptr;
-  kw.num_shifts = lazy ? num_shifts : 0;
-  kw.q_rotated = lazy ? q_rotated.as<bf16_bits>() : nullptr;
-  kw.num_heads = kHeads;
-  kw.positions = d_positions.as<int32_t>();
-  kw.slots = d_slots.as<int32_t>();
-  kw.n = n;
-  kw.num_kv_heads = kKvHeads;
-  kw.head_dim = kDim;
-  kw.block_size = kBlock;
-  kw.inv_freq = inv_freq.as<float>();
-  kw.k_pool = pool.k.as<bf16_bits>();
-  kw.v_pool = pool.v.as<bf16_bits>();
   PrefillParams p;
-  p.q = qkv.as<bf16_bits>();
-  p.q_row_stride = row;
-  p.q_positions = d_positions.as<int32_t>();
-  p.k_pool = pool.k.as<bf16_bits>();
-  p.v_pool = pool.v.as<bf16_bits>();
-  p.entries = entries.as<KvEntry>();
-  p.tiles = tiles.as<KvTile>();
-  p.num_tiles = int(plan.tiles.size());
-  p.n = n;
-  p.prior = total - n;
-  p.num_heads = kHeads;
-  p.num_kv_heads = kKvHeads;
-  p.head_dim = kDim;
-  p.block_size = kBlock;
-  p.inv_freq = inv_freq.as<float>();
-  p.lazy = lazy;
-  p.shifts = shifts.as<int32_t>();
-  p.tile_shift_index = tile_shift.as<int32_t>();
-  p.num_shifts = num_shifts;
-  p.q_rotated = q_rotated.as<bf16_bits>();
-  p.q_rotated_ready = lazy;  // lazy: the fused kv_write fills the copies
-  p.split_ranges = d_ranges.as<int32_t>();
-  p.out = out.as<bf16_bits>();
-  p.num_splits = splits;
-  p.partial_o = po.as<float>();
-  p.partial_ml = pml.as<float>();
-  PrefillTimes times;
-  times.splits = splits;
-  kv_write(kw, nullptr);  // lazy: fills q_rotated for the attention-only timing
-  times.attention = bench::median_ms([&] { prefill_attention(p, nullptr); }, 15, 5, 3);
-  times.step = bench::median_ms([&] {
+  int splits = 1;
+
+  PrefillCase(const Pool& pool, const std::vector<KvEntry>& table, int n, bool lazy, const DeviceBuffer& inv_freq) {
+    AttentionPlan plan;
+    append_table(plan, table.data(), int(table.size()), kBlock, lazy);
+    const int total = plan.seq_total_keys[0];
+    entries = upload(plan.entries);
+    tiles = upload(plan.tiles);
+    shifts = upload(plan.distinct_shifts);
+    tile_shift = upload(plan.tile_shift_index);
+    const int num_shifts = int(plan.distinct_shifts.size());
+    q_rotated.resize(lazy ? lazy_query_workspace_elements(n, kHeads, kDim, num_shifts) * 2 : 16);
+    std::vector<int32_t> host_positions(n), host_slots(n);
+    for (int i = 0; i < n; ++i) {
+      host_positions[i] = total - n + i + 5;
+      const int key = total - n + i;  // every block but the last is full
+      host_slots[i] = table[key / kBlock].block * kBlock + key % kBlock;
+    }
+    positions = upload(host_positions);
+    slots = upload(host_slots);
+    // The backend's qkv rows: [q | k | v].
+    const int64_t row = int64_t(kHeads + 2 * kKvHeads) * kDim;
+    qkv.resize(std::size_t(n) * row * 2);
+    out.resize(std::size_t(n) * kHeads * kDim * 2);
+    fill_random_bf16(qkv.as<bf16_bits>(), int64_t(n) * row, 5, 1.0f, nullptr);
+    const int plain_splits = prefill_num_splits(n, kHeads, kKvHeads, int(plan.tiles.size()), device_sm_count());
+    const std::vector<int32_t> host_ranges = lazy_split_ranges(plan, 0, plain_splits);
+    splits = lazy ? int(host_ranges.size() / 2) : plain_splits;
+    ranges = upload(host_ranges);
+    po.resize(split_partial_o_floats(n * kHeads, splits, kDim) * 4);
+    pml.resize(split_partial_ml_floats(n * kHeads, splits) * 4);
+    // Pool writes land on this table's own blocks (the pool is shared by the shapes).
+    kw.k = qkv.as<bf16_bits>() + kHeads * kDim;
+    kw.v = qkv.as<bf16_bits>() + (kHeads + kKvHeads) * kDim;
+    kw.row_stride = row;
+    kw.q = qkv.as<bf16_bits>();
+    kw.q_row_stride = row;
+    kw.shifts = lazy ? shifts.as<int32_t>() : nullptr;
+    kw.num_shifts = lazy ? num_shifts : 0;
+    kw.q_rotated = lazy ? q_rotated.as<bf16_bits>() : nullptr;
+    kw.num_heads = kHeads;
+    kw.positions = positions.as<int32_t>();
+    kw.slots = slots.as<int32_t>();
+    kw.n = n;
+    kw.num_kv_heads = kKvHeads;
+    kw.head_dim = kDim;
+    kw.block_size = kBlock;
+    kw.inv_freq = inv_freq.as<float>();
+    kw.k_pool = pool.k.as<bf16_bits>();
+    kw.v_pool = pool.v.as<bf16_bits>();
+    p.q = qkv.as<bf16_bits>();
+    p.q_row_stride = row;
+    p.q_positions = positions.as<int32_t>();
+    p.k_pool = pool.k.as<bf16_bits>();
+    p.v_pool = pool.v.as<bf16_bits>();
+    p.entries = entries.as<KvEntry>();
+    p.tiles = tiles.as<KvTile>();
+    p.num_tiles = int(plan.tiles.size());
+    p.n = n;
+    p.prior = total - n;
+    p.num_heads = kHeads;
+    p.num_kv_heads = kKvHeads;
+    p.head_dim = kDim;
+    p.block_size = kBlock;
+    p.inv_freq = inv_freq.as<float>();
+    p.lazy = lazy;
+    p.shifts = shifts.as<int32_t>();
+    p.tile_shift_index = tile_shift.as<int32_t>();
+    p.num_shifts = num_shifts;
+    p.q_rotated = q_rotated.as<bf16_bits>();
+    p.q_rotated_ready = lazy;  // lazy: the fused kv_write fills the copies
+    p.split_ranges = ranges.as<int32_t>();
+    p.out = out.as<bf16_bits>();
+    p.num_splits = splits;
+    p.partial_o = po.as<float>();
+    p.partial_ml = pml.as<float>();
+    kv_write(kw, nullptr);  // lazy: fills q_rotated for the attention-only timing
+  }
+  void attention() const { prefill_attention(p, nullptr); }
+  void step() const {
     kv_write(kw, nullptr);
     prefill_attention(p, nullptr);
-  }, 15, 5, 3);
-  if (lazy) {
+  }
+  void attention_with_prepass() const {  // lazy: the unfused path (its own rotation pre-pass)
     PrefillParams unfused = p;
     unfused.q_rotated_ready = false;
-    times.prepass = bench::median_ms([&] { prefill_attention(unfused, nullptr); }, 15, 5, 3);
-  } else {
-    PrefillParams late = p;  // experimental: next tile's copies issued after QK^T
-    late.late_issue = true;
-    times.late = bench::median_ms([&] { prefill_attention(late, nullptr); }, 15, 5, 3);
+    prefill_attention(unfused, nullptr);
   }
-  return times;
+};
+
+// Plain (a) and lazy (b) timed in alternation, ABBA order over the repeats, so clock drift
+// cancels: medians of each, and the median of the per-repeat ratios b / a.
+struct PairTimes {
+  double a_ms = 0, b_ms = 0, ratio = 1;
+};
+
+PairTimes time_pair(const std::function<void()>& a, const std::function<void()>& b, int repeats = 15, int inner = 5) {
+  cudaEvent_t start, stop;
+  LAZYSCOPE_CUDA_CHECK(cudaEventCreate(&start));
+  LAZYSCOPE_CUDA_CHECK(cudaEventCreate(&stop));
+  auto time_once = [&](const std::function<void()>& body) {
+    LAZYSCOPE_CUDA_CHECK(cudaEventRecord(start, nullptr));
+    for (int i = 0; i < inner; ++i) body();
+    LAZYSCOPE_CUDA_CHECK(cudaEventRecord(stop, nullptr));
+    LAZYSCOPE_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0.0f;
+    LAZYSCOPE_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    return double(ms) / inner;
+  };
+  for (int i = 0; i < 3; ++i) {
+    a();
+    b();
+  }
+  LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<double> ta, tb, ratios;
+  for (int r = 0; r < repeats; ++r) {
+    double x, y;
+    if (r % 2 == 0) {
+      x = time_once(a);
+      y = time_once(b);
+    } else {
+      y = time_once(b);
+      x = time_once(a);
+    }
+    ta.push_back(x);
+    tb.push_back(y);
+    ratios.push_back(y / x);
+  }
+  LAZYSCOPE_CUDA_CHECK(cudaEventDestroy(start));
+  LAZYSCOPE_CUDA_CHECK(cudaEventDestroy(stop));
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  return {median(ta), median(tb), median(ratios)};
 }
 
 void prefill_table(const DeviceBuffer& inv_freq) {
   std::printf("\n## Prefill attention (32/8 heads, D 128, block 16; lazy: cached docs shifted, new tokens at shift 0)\n"
               "## attn = attention kernel alone (plain: q rotated at write; lazy: per-shift q copies already written);\n"
               "## step = kv_write + attention (plain: q rotated in place; lazy: fused per-shift rotation);\n"
+              "## plain and lazy timed in alternation (ABBA); overhead = median of the per-repeat lazy/plain ratios;\n"
               "## lazy pre-pass = lazy attention with its own rotation pre-pass (the unfused path)\n");
   std::printf("| shape | keys | splits plain/lazy | plain attn µs | lazy attn µs | attn overhead | plain step µs | "
-              "lazy step µs | step overhead | lazy pre-pass µs | plain TFLOP/s | lazy TFLOP/s | plain µs, copies after QK^T |\n");
-  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+              "lazy step µs | step overhead | lazy pre-pass µs | plain TFLOP/s | lazy TFLOP/s |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   Pool pool = make_pool(16384 / kBlock + 16);
   std::mt19937 rng(7);
   struct Shape {
@@ -254,22 +296,26 @@ void prefill_table(const DeviceBuffer& inv_freq) {
   for (Shape s : {Shape{"4 docs x 2K + 64-token query", 4 * 2048, 64, false}, Shape{"causal 4K", 0, 4096, true},
                   Shape{"causal 8K", 0, 8192, true}, Shape{"causal 16K", 0, 16384, true}}) {
     const int total = s.prior + s.n;
-    PrefillTimes t[2];
     const std::mt19937 shape_rng = rng;  // plain and lazy walk the same block order (only the shifts differ)
     rng.discard(1000);
+    std::vector<std::unique_ptr<PrefillCase>> cases;
     for (int lazy = 0; lazy < 2; ++lazy) {
       std::mt19937 table_rng = shape_rng;
-      std::vector<KvEntry> table = make_table(total, 0, lazy, table_rng, s.prior);
-      t[lazy] = time_prefill(pool, table, s.n, lazy, inv_freq);
+      const std::vector<KvEntry> table = make_table(total, 0, lazy, table_rng, s.prior);
+      cases.push_back(std::make_unique<PrefillCase>(pool, table, s.n, lazy, inv_freq));
     }
+    const PrefillCase& plain = *cases[0];
+    const PrefillCase& lazy = *cases[1];
+    const PairTimes attn = time_pair([&] { plain.attention(); }, [&] { lazy.attention(); });
+    const PairTimes step = time_pair([&] { plain.step(); }, [&] { lazy.step(); });
+    const double prepass = bench::median_ms([&] { lazy.attention_with_prepass(); }, 15, 5, 3);
     // FLOPs: QK^T and PV, 2 each per multiply-add; causal counts the visible half.
     const double pairs = s.causal_full ? double(s.n) * (s.n + 1) / 2.0 : double(s.n) * s.prior + double(s.n) * (s.n + 1) / 2.0;
     const double flops = 4.0 * pairs * kDim * kHeads;
-    std::printf("| %s | %d | %d/%d | %.1f | %.1f | %+.1f %% | %.1f | %.1f | %+.1f %% | %.1f | %.1f | %.1f | %.1f |\n", s.name,
-                total, t[0].splits, t[1].splits, t[0].attention * 1e3, t[1].attention * 1e3,
-                100.0 * (t[1].attention / t[0].attention - 1.0), t[0].step * 1e3, t[1].step * 1e3,
-                100.0 * (t[1].step / t[0].step - 1.0), t[1].prepass * 1e3, flops / (t[0].attention * 1e-3) / 1e12,
-                flops / (t[1].attention * 1e-3) / 1e12, t[0].late * 1e3);
+    std::printf("| %s | %d | %d/%d | %.1f | %.1f | %+.1f %% | %.1f | %.1f | %+.1f %% | %.1f | %.1f | %.1f |\n", s.name,
+                total, plain.splits, lazy.splits, attn.a_ms * 1e3, attn.b_ms * 1e3, 100.0 * (attn.ratio - 1.0),
+                step.a_ms * 1e3, step.b_ms * 1e3, 100.0 * (step.ratio - 1.0), prepass * 1e3,
+                flops / (attn.a_ms * 1e-3) / 1e12, flops / (attn.b_ms * 1e-3) / 1e12);
     std::fflush(stdout);
   }
 }

@@ -107,7 +107,6 @@ struct PrefillParams {
   bool q_rotated_ready = false;               // lazy: kv_write already filled q_rotated (no pre-pass)
   bf16_bits* out = nullptr;              // [n, num_heads, head_dim]
   int rows_per_warp = 32;                // 32 (default) or 16: rows of the MMA tile per warp
-  bool late_issue = false;               // experimental: issue the next tile's copies after QK^T, not before
   int num_splits = 1;
   float* partial_o = nullptr;            // [n * num_heads, num_splits, head_dim]
   float* partial_ml = nullptr;

@@ -326,15 +326,6 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
       const int tile_keys_end = ti + 1 < p.num_tiles ? ring[(ti + 1) & 3].key_start : p.prior + p.n;
       const int tile_keys_begin = ring[ti & 3].key_start;
       const bool needs_mask = tile_keys_end - tile_keys_begin != kKeys || tile_keys_begin + kKeys - 1 > row_key_limit[0];
-      // The next tiles' copies: before QK^T (default) or right after it (p.late_issue, experimental:
-      // the MMAs start sooner, the copies have softmax + P·V to land).
-      auto issue_copies = [&] {
-        if (ti + 1 < tile_end) load_tile(ti + 1, stage ^ 1);
-        if (ti + 2 < tile_end) copy_entries(ti + 2, stage);  // meta[stage] held tile ti's, already used
-        if (threadIdx.x == 0 && ti + 3 <= tile_end && ti + 3 < p.num_tiles) copy_desc(ti + 3);  // slot of tile ti − 1
-        cp_async_commit();
-      };
-      if (!p.late_issue) issue_copies();
       const __nv_bfloat16* k_tile = k_s + stage * kKeys * kLd;
       const __nv_bfloat16* v_tile = v_s + stage * kKeys * kLd;
       const int* keys = col_key + stage * kKeys;
@@ -363,7 +354,12 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(PrefillParams p) {
           }
         }
       }
-      if (p.late_issue) issue_copies();
+      // The next tiles' copies, issued after QK^T: the MMAs start right after the barrier and the
+      // copies have softmax + P·V to land.
+      if (ti + 1 < tile_end) load_tile(ti + 1, stage ^ 1);
+      if (ti + 2 < tile_end) copy_entries(ti + 2, stage);  // meta[stage] held tile ti's, already used
+      if (threadIdx.x == 0 && ti + 3 <= tile_end && ti + 3 < p.num_tiles) copy_desc(ti + 3);  // slot of tile ti − 1
+      cp_async_commit();
       if (needs_mask) {
         softmax_tile(std::true_type{}, s, keys);
       } else {
