@@ -87,26 +87,6 @@ __device__ __forceinline__ void wait_previous_kernel_then_release_next() {
   asm volatile("griddepcontrol.launch_dependents;\n" :::);
 }
 
-// RoPE cos/sin of the fp32 angle float(position) * inv_freq, formed exactly as rope_cos_sin forms
-// it, but evaluated without sincosf's Payne-Hanek slow path (a local-memory stack frame and ~200
-// instructions of code in the kernel): the angle is reduced by pi/2 in double precision (exact to
-// ~1e-16 for any angle an int32 position gives), then MUFU sin/cos of |r| <= pi/4 (absolute error
-// ~4e-7, three orders below a bf16 query's rounding).
-__device__ __forceinline__ void rope_cos_sin_reduced(long long position, float inv_freq, float* c, float* s) {
-  const double angle = double(float(position) * inv_freq);
-  const double k = rint(angle * 0.63661977236758134308);     // nearest multiple of pi/2
-  double r = fma(-k, 1.5707963267948965580e+00, angle);      // pi/2, high double
-  r = fma(-k, 6.1232339957367658e-17, r);                    // pi/2, the rest
-  const float reduced = float(r);
-  const float sr = __sinf(reduced), cr = __cosf(reduced);
-  switch (static_cast<long long>(k) & 3) {  // angle = reduced + k * pi/2
-    case 0: *c = cr; *s = sr; break;
-    case 1: *c = -sr; *s = cr; break;
-    case 2: *c = -cr; *s = -sr; break;
-    default: *c = sr; *s = -cr; break;
-  }
-}
-
 // Lazy: rotates the raw query fragment by `position` into the A fragment. Lane L holds the angles
 // of frequencies L and L + 32 (cos_t/sin_t slots); the RoPE partner of dim d < D/2 is d + D/2,
 // the same lane's q[kk + D/32], so the rotation itself is lane-local. Warp-uniform (shuffles).
@@ -117,7 +97,7 @@ __device__ __forceinline__ void rotate_query(const uint32_t (&q_raw)[D / 16][2],
   constexpr int kTrigSlots = (D / 2 + 31) / 32;
   float cos_t[kTrigSlots], sin_t[kTrigSlots];
 #pragma unroll
-  for (int t = 0; t < kTrigSlots; ++t) rope_cos_sin_reduced(position, freq[t], &cos_t[t], &sin_t[t]);
+  for (int t = 0; t < kTrigSlots; ++t) rope_cos_sin(position, freq[t], &cos_t[t], &sin_t[t]);
   if constexpr (D >= 32) {
     constexpr int kPartner = D / 32;
 #pragma unroll
