@@ -3,7 +3,7 @@
 // 16-key units (a unit = 16 slots of one block) through a private ring of shared-memory stages
 // filled by cp.async, so two units per warp stay in flight while it computes a third. Scores and
 // P·V are mma.sync m16n8k16 (the group's heads are the A rows); the split partials are merged by
-// combine_splits.
+// decode_combine_kernel. Both kernels use programmatic dependent launch.
 // Lazy: the warp keeps its raw query fragment in registers and re-rotates it by (m − δ) whenever a
 // unit's shift differs from the last one; the rotation is lane-local in the MMA A layout (the RoPE
 // partner of dim d < D/2 sits in the same lane), the angles are spread over the warp's lanes.
