@@ -115,7 +115,8 @@ double time_decode(CudaBackend& backend, DecodeState state, DecodeMode mode, int
       step.want_logits = true;
       backend.forward(step, &logits);
       state.token = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
-      if (timed && step_logits != nullptr) step_logits->push_back(logits);  // not in a pass read for its time
+      // Every step's logits, warm-up included, so step_logits[i] belongs to (*chosen)[i].
+      if (step_logits != nullptr) step_logits->push_back(logits);  // not in a pass read for its time
     } else {
       state.token = backend.forward_greedy(step);
     }
@@ -217,11 +218,13 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
       const int k = out.first_difference;
       if (k >= 0 && k < int(default_logits.size())) {
         // The variant's logits at that step (same tokens before it): margins and the largest |Δlogit|.
+        // Token and logits indices count the 3 warm-up steps too (0 = the first step after the prompt).
         std::vector<std::vector<float>> variant_logits;
         std::vector<int32_t> variant_tokens;
-        time_decode(backend, prompt, DecodeMode::Logits, k + 1, &variant_tokens, nullptr, &variant_logits);
+        time_decode(backend, prompt, DecodeMode::Logits, std::max(1, k - 2), &variant_tokens, nullptr,
+                    &variant_logits);
         const std::vector<float>& a = default_logits[k];
-        const std::vector<float>& b = variant_logits.back();
+        const std::vector<float>& b = variant_logits.at(k);
         auto top2_gap = [](std::vector<float> v) {
           std::partial_sort(v.begin(), v.begin() + 2, v.end(), std::greater<float>());
           return double(v[0]) - double(v[1]);

@@ -17,7 +17,8 @@ struct DecodeVariant {
   std::string name;
   double ms = 0;              // wall ms/token (0: the variant failed, see stderr)
   double device_ms = 0;       // median GPU-event time of a step
-  int first_difference = -1;  // first step whose token differs from the default graph run (-1: none)
+  int first_difference = -1;  // first decode step (0 = right after the prompt, warm-up steps included)
+                              // whose token differs from the default graph run (-1: none)
   // At that step: both runs' top-1 minus top-2 logit and the largest |Δlogit| between them. A flip
   // is a near-tie (rounding) when both margins are within that |Δlogit| (generate --compare's rule).
   double default_gap = 0, variant_gap = 0, max_logit_delta = 0;
