@@ -12,7 +12,6 @@
 #include <string>
 
 #include "kernels/cuda/attention.h"
-#include "kernels/cuda/attention_common.cuh"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device_util.cuh"
 #include "kernels/error.h"
@@ -400,7 +399,7 @@ void dispatch_group(const DecodeParams& p, cudaStream_t stream) {
 // Split-KV merge for decode: one warp a row (batch x heads rows are few, splits many). The lanes
 // read the splits' (max, sum) side by side and reduce them with shuffles; then D/4 lanes sum the
 // splits' float4 pieces with eight 16-byte loads in flight, each split's weight shuffled from the
-// lane that formed it (combine_splits instead walks the splits one dependent 4-byte load at a time).
+// lane that formed it.
 template <int D>
 __global__ void __launch_bounds__(128) decode_combine_kernel(const float* partial_o, const float* partial_ml, int rows,
                                                              int splits, __nv_bfloat16* out) {

@@ -14,7 +14,6 @@
 #include <type_traits>
 
 #include "kernels/cuda/attention.h"
-#include "kernels/cuda/attention_common.cuh"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device_util.cuh"
 #include "kernels/error.h"
@@ -459,8 +458,7 @@ __global__ void rotate_queries_kernel(PrefillParams p) {
 }
 
 // Split-KV merge for prefill: D/4 lanes own a row (a float4 each), so a warp reads whole 16-byte
-// pieces of every split's partial and keeps several splits' loads in flight (the shared
-// combine_splits walks the splits one 4-byte load per thread at a time).
+// pieces of every split's partial and keeps several splits' loads in flight.
 template <int D>
 __global__ void __launch_bounds__(256) prefill_combine_kernel(const float* partial_o, const float* partial_ml,
                                                                int rows, int splits, __nv_bfloat16* out) {
