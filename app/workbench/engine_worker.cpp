@@ -105,6 +105,7 @@ void EngineWorker::openModel(const QString& path, const QString& backend, qint64
     if (options.trace_device) {
       const std::string& why = session_->device_trace_note();
       recorder->set_metadata("device_trace", why.empty() ? "cupti" : "off: " + why);
+      info.trace_note = QString::fromStdString(why);
     }
     Q_EMIT modelOpened(info);
     Q_EMIT snapshotReady(snapshot);

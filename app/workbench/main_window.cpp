@@ -344,7 +344,9 @@ void MainWindow::onModelOpened(const ModelInfo& info) {
   equivalence_->model()->clear();
   stats_->model()->clear();
   refreshTimeline();  // a new session has a fresh, empty recorder
-  activity_label_->setText(tr("Model loaded."));
+  activity_label_->setText(info.trace_note.isEmpty()
+                               ? tr("Model loaded.")
+                               : tr("Model loaded. No GPU trace: %1").arg(info.trace_note));
   updateStatus();
   Q_EMIT modelReady(info);
   if (options_.demo && demo_stage_ == 0) {

@@ -50,6 +50,7 @@ struct ModelInfo {
   int pool_blocks = 0;
   qint64 bytes_per_block = 0;
   qint64 kv_budget_bytes = 0;
+  QString trace_note;  // --trace-gpu asked for, but no GPU trace: why (empty otherwise)
 };
 
 // Top candidates of one step's logits, for tooltips.

@@ -20,13 +20,14 @@ TEST(CommandLine, DefaultsToAutoEverything) {
   EXPECT_EQ(o.kv_budget_bytes, 0);
   EXPECT_TRUE(o.restore_layout);
   EXPECT_FALSE(o.window_size.isValid());
+  EXPECT_FALSE(o.trace_gpu);
 }
 
 TEST(CommandLine, ReadsEveryOption) {
   WorkbenchOptions o;
   QString error;
   ASSERT_TRUE(parse({"--model", "/m", "--corpus", "/c.db", "--backend", "cpu", "--kv-budget",
-                     "64MiB", "--demo", "--screenshot", "/tmp/x.png"},
+                     "64MiB", "--demo", "--trace-gpu", "--screenshot", "/tmp/x.png"},
                     &o, &error))
       << error.toStdString();
   EXPECT_EQ(o.model, "/m");
@@ -34,6 +35,7 @@ TEST(CommandLine, ReadsEveryOption) {
   EXPECT_EQ(o.backend, "cpu");
   EXPECT_EQ(o.kv_budget_bytes, 64 << 20);
   EXPECT_TRUE(o.demo);
+  EXPECT_TRUE(o.trace_gpu);
   EXPECT_EQ(o.screenshot, "/tmp/x.png");
   EXPECT_EQ(o.window_size, QSize(1600, 1000));  // screenshots have a fixed size
   EXPECT_FALSE(o.restore_layout);
