@@ -16,7 +16,7 @@
 #include "engine/model/model_registry.h"
 #include "engine/runtime/session.h"
 #include "engine/tokenizer/chat_template.h"
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace {
 

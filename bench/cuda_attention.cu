@@ -15,7 +15,7 @@
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/ops.h"
 #include "kernels/cuda_entry.h"
-#include "kernels/error.h"
+#include "base/error.h"
 #include "kernels/rope.h"
 
 using namespace lazyscope;

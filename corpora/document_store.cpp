@@ -14,7 +14,7 @@
 #include <unordered_set>
 
 #include "corpora/chunking.h"
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope::corpora {
 namespace fs = std::filesystem;

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "corpora/corpus.h"
-#include "engine/common/progress.h"
+#include "base/progress.h"
 
 namespace lazyscope::corpora {
 

@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope::corpora {
 namespace fs = std::filesystem;

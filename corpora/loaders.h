@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "corpora/corpus.h"
-#include "engine/common/progress.h"
+#include "base/progress.h"
 
 namespace lazyscope::corpora {
 

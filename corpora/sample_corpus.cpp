@@ -9,7 +9,7 @@
 
 #include "corpora/document_store.h"
 #include "corpora/loaders.h"
-#include "kernels/error.h"
+#include "base/error.h"
 
 #ifndef LAZYSCOPE_SAMPLE_CORPUS_DIR
 #define LAZYSCOPE_SAMPLE_CORPUS_DIR ""

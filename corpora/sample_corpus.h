@@ -4,7 +4,7 @@
 #include <filesystem>
 
 #include "corpora/corpus.h"
-#include "engine/common/progress.h"
+#include "base/progress.h"
 
 namespace lazyscope::corpora {
 

@@ -69,6 +69,12 @@ class Backend {
     }
     return best;
   }
+  // One decode step of several sequences at once (continuous batching): every step has exactly
+  // one new token and its own table and shifts. When `logits` is given it receives
+  // steps.size() rows of vocab_size floats, row-major. The default runs the steps one by one.
+  virtual void forward_batch(std::span<const ForwardStep> steps, std::vector<float>* logits);
+  // As forward_batch, greedy: tokens[i] is the argmax of step i's logits (first index on ties).
+  virtual void forward_batch_greedy(std::span<const ForwardStep> steps, std::span<int32_t> tokens);
   virtual void copy_blocks(std::span<const BlockCopy> copies) = 0;
   // Waits for outstanding device work (for honest host timings). No-op on the CPU.
   virtual void synchronize() {}

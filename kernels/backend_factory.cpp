@@ -2,7 +2,7 @@
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/device_trace.h"
-#include "kernels/error.h"
+#include "base/error.h"
 #ifdef LAZYSCOPE_HAVE_CUDA
 #include "kernels/cuda_entry.h"
 #endif

@@ -1,6 +1,6 @@
 #include "kernels/synthetic_shapes.h"
 
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope {
 namespace {

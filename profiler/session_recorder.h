@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/runtime/events.h"
+#include "engine/events/events.h"
 
 namespace lazyscope {
 

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/error.h"
+#include "base/error.h"
 #include "profiler/session_recorder.h"
 
 namespace lazyscope {

@@ -9,7 +9,7 @@
 #include "engine/kv/cache_manager.h"
 #include "engine/runtime/session.h"
 #include "kernels/synthetic_shapes.h"
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope::cli {
 namespace {

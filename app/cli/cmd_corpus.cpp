@@ -11,7 +11,7 @@
 #include "corpora/evaluation.h"
 #include "corpora/import.h"
 #include "corpora/sample_corpus.h"
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope::cli {
 namespace {

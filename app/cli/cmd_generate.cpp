@@ -12,7 +12,7 @@
 #include "engine/runtime/default_model.h"
 #include "engine/runtime/rag_request.h"
 #include "engine/runtime/session.h"
-#include "kernels/error.h"
+#include "base/error.h"
 #include "profiler/session_recorder.h"
 
 namespace lazyscope::cli {

@@ -7,7 +7,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/progress_bar.h"
 #include "engine/model/presets.h"
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope::cli {
 namespace {

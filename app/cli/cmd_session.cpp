@@ -3,7 +3,7 @@
 #include <fstream>
 
 #include "app/cli/commands.h"
-#include "kernels/error.h"
+#include "base/error.h"
 #include "profiler/session_recorder.h"
 
 namespace lazyscope::cli {

@@ -15,7 +15,7 @@
 #include "engine/model/hf_special_tokens.h"
 #include "engine/model/model_registry.h"
 #include "engine/tokenizer/tokenizer.h"
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope::cli {
 namespace {

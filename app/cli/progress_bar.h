@@ -3,7 +3,7 @@
 #include <chrono>
 #include <string>
 
-#include "engine/common/progress.h"
+#include "base/progress.h"
 
 namespace lazyscope::cli {
 

@@ -9,7 +9,7 @@
 #include "engine/model/config.h"
 #include "engine/model/model_loader.h"
 #include "engine/tokenizer/tokenizer.h"
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope::workbench {
 

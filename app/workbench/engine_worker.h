@@ -8,7 +8,7 @@
 #include <mutex>
 
 #include "app/workbench/workbench_types.h"
-#include "engine/runtime/event_fanout.h"
+#include "engine/events/event_fanout.h"
 #include "engine/runtime/session.h"
 #include "profiler/session_recorder.h"
 

@@ -12,7 +12,7 @@
 #include "engine/model/gguf_loader.h"
 #include "engine/model/model_registry.h"
 #include "engine/model/presets.h"
-#include "kernels/error.h"
+#include "base/error.h"
 
 void lazyscope_init_workbench_resources() { Q_INIT_RESOURCE(workbench); }
 

@@ -4,7 +4,7 @@
 #include <QString>
 #include <optional>
 
-#include "engine/common/progress.h"
+#include "base/progress.h"
 
 namespace lazyscope::workbench {
 

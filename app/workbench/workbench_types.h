@@ -5,7 +5,7 @@
 #include <QStringList>
 #include <vector>
 
-#include "engine/runtime/events.h"
+#include "engine/events/events.h"
 #include "engine/runtime/request.h"
 #include "engine/runtime/session.h"
 

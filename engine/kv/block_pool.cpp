@@ -1,6 +1,6 @@
 #include "engine/kv/block_pool.h"
 
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope {
 namespace {
@@ -31,12 +31,6 @@ uint64_t hash_tokens(uint64_t seed, const std::vector<int32_t>& tokens) {
 
 uint64_t hash_string(uint64_t seed, const std::string& text) {
   return fnv_bytes(seed ^ kFnvOffset, text.data(), text.size());
-}
-
-int PromptLayout::total_tokens() const {
-  int n = int(prefix.size() + query.size());
-  for (const auto& d : documents) n += int(d.size());
-  return n;
 }
 
 std::size_t LruEviction::choose(const std::vector<const CachedSegment*>& candidates) {

@@ -12,20 +12,12 @@
 #include <vector>
 
 #include "engine/kv/block_pool.h"
+#include "engine/kv/prompt_layout.h"
 #include "engine/kv/policy.h"
-#include "engine/runtime/events.h"
+#include "engine/events/events.h"
 #include "kernels/backend.h"
 
 namespace lazyscope {
-
-// The token segments of one prompt (design §2), documents in placement order.
-struct PromptLayout {
-  std::vector<int32_t> prefix;  // BOS included when the tokenizer adds one
-  std::vector<std::vector<int32_t>> documents;
-  std::vector<std::string> document_labels;
-  std::vector<int32_t> query;
-  int total_tokens() const;
-};
 
 struct CachedSegment {
   int64_t id = 0;

@@ -1,6 +1,6 @@
 #include "engine/kv/policy.h"
 
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope {
 

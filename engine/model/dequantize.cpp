@@ -4,7 +4,7 @@
 #include <bit>
 #include <cstring>
 
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope {
 namespace {

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <limits>
 
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope {
 

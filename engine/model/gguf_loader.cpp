@@ -5,7 +5,7 @@
 #include <set>
 
 #include "engine/model/gguf_tokenizer.h"
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope {
 namespace {

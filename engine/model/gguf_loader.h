@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "engine/common/progress.h"
+#include "base/progress.h"
 #include "engine/model/gguf_file.h"
 #include "engine/model/model_loader.h"
 

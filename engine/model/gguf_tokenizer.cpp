@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/common/progress.h"
+#include "base/progress.h"
 #include "engine/model/config.h"
 #include "engine/model/safetensors.h"
 #include "engine/model/weights.h"

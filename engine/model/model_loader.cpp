@@ -8,7 +8,7 @@
 #include "engine/model/gguf_loader.h"
 #include "engine/model/hf_checkpoint.h"
 #include "engine/model/hf_special_tokens.h"
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope {
 namespace {

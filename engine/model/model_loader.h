@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "engine/common/progress.h"
+#include "base/progress.h"
 #include "engine/model/config.h"
 #include "engine/model/weights.h"
 #include "engine/tokenizer/tokenizer.h"

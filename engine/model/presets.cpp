@@ -12,7 +12,7 @@
 #include "engine/model/hf_checkpoint.h"
 #include "engine/model/safetensors_writer.h"
 #include "engine/tokenizer/bpe_trainer.h"
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope {
 namespace {

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/common/progress.h"
+#include "base/progress.h"
 #include "engine/model/safetensors.h"
 #include "kernels/model_shape.h"
 

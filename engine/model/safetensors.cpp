@@ -16,7 +16,7 @@
 #include <sstream>
 #include <thread>
 
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope {
 

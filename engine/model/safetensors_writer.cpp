@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope {
 namespace {

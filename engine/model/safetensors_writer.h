@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/common/progress.h"
+#include "base/progress.h"
 #include "engine/model/safetensors.h"
 
 namespace lazyscope {

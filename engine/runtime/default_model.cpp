@@ -4,7 +4,7 @@
 
 #include "engine/model/model_registry.h"
 #include "engine/model/presets.h"
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope {
 namespace {

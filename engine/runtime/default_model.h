@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <string>
 
-#include "engine/common/progress.h"
+#include "base/progress.h"
 
 namespace lazyscope {
 

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope {
 namespace {

@@ -9,9 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/common/progress.h"
+#include "base/byte_size.h"
+#include "base/progress.h"
 #include "engine/kv/policy.h"
-#include "engine/runtime/events.h"
+#include "engine/events/events.h"
 #include "engine/runtime/request.h"
 #include "kernels/backend.h"
 
@@ -32,9 +33,6 @@ struct SessionOptions {
   int cpu_threads = 0;                   // 0 = all cores
   bool trace_device = false;             // CUPTI kernel trace + NVTX ranges (CUDA backend only)
 };
-
-// Parses "64MiB", "1GiB", "500MB", "4096" (bytes). Throws Error.
-std::size_t parse_byte_size(const std::string& text);
 
 struct RunOptions {
   Mode mode = Mode::Block;

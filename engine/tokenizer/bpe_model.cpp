@@ -4,7 +4,7 @@
 #include <queue>
 
 #include "engine/tokenizer/byte_level.h"
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope {
 namespace {

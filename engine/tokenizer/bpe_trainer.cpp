@@ -9,7 +9,7 @@
 
 #include "engine/tokenizer/byte_level.h"
 #include "engine/tokenizer/regex_splitter.h"
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope {
 

@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "kernels/error.h"
+#include "base/error.h"
 #include "kernels/rope.h"
 
 namespace lazyscope::cpu {

@@ -6,7 +6,7 @@
 
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/ops.h"
-#include "kernels/error.h"
+#include "base/error.h"
 #include "kernels/random_weights.h"
 #include "kernels/rope.h"
 

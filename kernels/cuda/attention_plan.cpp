@@ -3,7 +3,7 @@
 
 #include "kernels/cuda/attention_plan.h"
 #include "kernels/cuda/check.h"
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope::cuda {
 

@@ -16,7 +16,7 @@
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device_util.cuh"
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope::cuda {
 namespace {

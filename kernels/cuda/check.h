@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope::cuda {
 

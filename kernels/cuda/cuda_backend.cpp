@@ -10,7 +10,7 @@
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/ops.h"
 #include "kernels/cuda_entry.h"
-#include "kernels/error.h"
+#include "base/error.h"
 #include "kernels/rope.h"
 
 namespace lazyscope::cuda {

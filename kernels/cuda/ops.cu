@@ -6,7 +6,7 @@
 
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device_util.cuh"
-#include "kernels/error.h"
+#include "base/error.h"
 #include "kernels/cuda/ops.h"
 
 namespace lazyscope::cuda {

@@ -12,7 +12,7 @@
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/ops.h"
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope::cuda {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "kernels/error.h"
+#include "base/error.h"
 #include "tests/corpora/temp_dir.h"
 
 namespace lazyscope::corpora {

@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "engine/runtime/session.h"
-#include "kernels/error.h"
+#include "base/error.h"
 #include "profiler/session_recorder.h"
 
 namespace lazyscope {

@@ -8,7 +8,7 @@
 #include <QString>
 #include <vector>
 
-#include "engine/runtime/events.h"
+#include "engine/events/events.h"
 #include "engine/runtime/session.h"
 
 namespace lazyscope::workbench {

@@ -4,7 +4,7 @@
 #include <QString>
 #include <vector>
 
-#include "engine/runtime/events.h"
+#include "engine/events/events.h"
 
 namespace lazyscope::workbench {
 

@@ -11,7 +11,7 @@
 #include "app/workbench/models/run_model.h"
 #include "app/workbench/models/selected_documents_model.h"
 #include "app/workbench/workbench_types.h"
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope::workbench {
 namespace {

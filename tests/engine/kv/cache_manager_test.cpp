@@ -5,7 +5,7 @@
 
 #include <random>
 
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope {
 namespace {

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "kernels/error.h"
+#include "base/error.h"
 #include "model_test_util.h"
 
 namespace lazyscope {

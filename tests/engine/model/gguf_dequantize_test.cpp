@@ -7,7 +7,7 @@
 #include "engine/model/dequantize.h"
 #include "engine/model/gguf_file.h"
 #include "engine/model/gguf_test_util.h"
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope {
 namespace {

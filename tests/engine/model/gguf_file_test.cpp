@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "engine/model/gguf_test_util.h"
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope {
 namespace {

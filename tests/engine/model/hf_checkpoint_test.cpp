@@ -10,7 +10,7 @@
 
 #include "engine/model/hf_special_tokens.h"
 #include "engine/model/safetensors_writer.h"
-#include "kernels/error.h"
+#include "base/error.h"
 #include "model_test_util.h"
 
 namespace lazyscope {

@@ -11,7 +11,7 @@
 #include "engine/model/config.h"
 #include "engine/model/hf_checkpoint.h"
 #include "engine/model/model_loader.h"
-#include "kernels/error.h"
+#include "base/error.h"
 #include "model_test_util.h"
 
 namespace lazyscope {

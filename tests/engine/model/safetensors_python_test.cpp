@@ -12,7 +12,7 @@
 #include "engine/model/presets.h"
 #include "engine/model/safetensors.h"
 #include "engine/model/safetensors_writer.h"
-#include "kernels/error.h"
+#include "base/error.h"
 #include "model_test_util.h"
 
 namespace lazyscope {

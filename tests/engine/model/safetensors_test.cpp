@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "engine/model/safetensors_writer.h"
-#include "kernels/error.h"
+#include "base/error.h"
 #include "model_test_util.h"
 
 namespace lazyscope {

@@ -4,7 +4,7 @@
 #include <map>
 
 #include "engine/runtime/session.h"
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope {
 namespace {

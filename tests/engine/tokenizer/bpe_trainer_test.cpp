@@ -8,7 +8,7 @@
 
 #include "engine/tokenizer/regex_splitter.h"
 #include "engine/tokenizer/tokenizer.h"
-#include "kernels/error.h"
+#include "base/error.h"
 #include "tests/engine/tokenizer/tokenizer_test_util.h"
 
 namespace lazyscope {

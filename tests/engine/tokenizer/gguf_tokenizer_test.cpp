@@ -9,7 +9,7 @@
 #include "engine/model/gguf_file.h"
 #include "engine/model/gguf_test_util.h"
 #include "engine/model/model_registry.h"
-#include "kernels/error.h"
+#include "base/error.h"
 
 namespace lazyscope {
 namespace {

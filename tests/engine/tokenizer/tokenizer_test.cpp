@@ -10,7 +10,7 @@
 
 #include "engine/tokenizer/byte_level.h"
 #include "engine/tokenizer/regex_splitter.h"
-#include "kernels/error.h"
+#include "base/error.h"
 #include "tests/engine/tokenizer/tokenizer_test_util.h"
 
 namespace lazyscope {

@@ -6,7 +6,7 @@
 #include <random>
 
 #include "kernels/cpu/attention.h"
-#include "kernels/error.h"
+#include "base/error.h"
 #include "kernels/rope.h"
 
 namespace lazyscope {

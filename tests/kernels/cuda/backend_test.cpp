@@ -12,7 +12,7 @@
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/ops.h"
-#include "kernels/error.h"
+#include "base/error.h"
 #include "kernels/random_weights.h"
 
 namespace lazyscope::cuda {

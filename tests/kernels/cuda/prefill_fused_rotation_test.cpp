@@ -11,7 +11,7 @@
 #include "kernels/cpu/attention.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/attention_plan.h"
-#include "kernels/error.h"
+#include "base/error.h"
 #include "kernels/rope.h"
 
 namespace lazyscope::cuda {

@@ -2,7 +2,7 @@
 // Forwards every engine event to several sinks (the GUI adapter and a session recorder, say).
 #include <vector>
 
-#include "engine/runtime/events.h"
+#include "engine/events/events.h"
 
 namespace lazyscope {
 

@@ -1,4 +1,4 @@
-#include "engine/runtime/events.h"
+#include "engine/events/events.h"
 
 namespace lazyscope {
 
