@@ -463,37 +463,49 @@ std::vector<BatchedDecodeRow> measure_batched_decode(const std::string& model, i
   backend.synchronize();
   std::vector<BatchedDecodeRow> rows;
   for (int batch : batch_sizes) {
-    // Every batch size decodes from the same prompts (rewriting the same slots).
-    std::vector<std::vector<BlockRef>> tables(prompt_tables.begin(), prompt_tables.begin() + batch);
-    std::vector<int> length(prompt_tokens.begin(), prompt_tokens.begin() + batch);
-    std::vector<int32_t> next(batch), tokens(batch), positions(batch), slots(batch);
-    for (int i = 0; i < batch; ++i) next[i] = int32_t((7 * i + 1) % shape.vocab_size);
-    std::vector<ForwardStep> steps(batch);
-    double kv_keys = 0.0;
-    auto step_once = [&] {
-      for (int i = 0; i < batch; ++i) {
-        const int offset = length[i];
-        const int slot = first_block[i] * kBlock + offset;
-        if (offset % kBlock == 0) tables[i].push_back(BlockRef{first_block[i] + offset / kBlock, 0, 0});
-        tables[i].back().valid += 1;
-        tokens[i] = next[i];
-        positions[i] = offset;
-        slots[i] = slot;
-        steps[i] = ForwardStep{std::span<const int32_t>(&tokens[i], 1), std::span<const int32_t>(&positions[i], 1),
-                               std::span<const int32_t>(&slots[i], 1), tables[i], false, false};
-        kv_keys += offset + 1;
-        ++length[i];
-      }
-      backend.forward_batch_greedy(steps, next);
-    };
-    for (int i = 0; i < kWarmup; ++i) step_once();
-    kv_keys = 0.0;
-    const auto start = Clock::now();
-    for (int i = 0; i < decode_steps; ++i) step_once();
     BatchedDecodeRow row;
     row.batch = batch;
-    row.ms_per_step = ms_since(start) / decode_steps;
-    row.kv_bytes = kv_keys / decode_steps * kv_bytes_per_token(shape);
+    for (bool lazy : {false, true}) {
+      // Every batch size and variant decodes from the same prompts (rewriting the same slots).
+      std::vector<std::vector<BlockRef>> tables(prompt_tables.begin(), prompt_tables.begin() + batch);
+      if (lazy) {
+        for (int i = 0; i < batch; ++i) {
+          for (std::size_t b = tables[i].size() / 2; b < tables[i].size(); ++b) tables[i][b].shift = 17 * (i + 1);
+        }
+      }
+      std::vector<int> length(prompt_tokens.begin(), prompt_tokens.begin() + batch);
+      std::vector<int32_t> next(batch), tokens(batch), positions(batch), slots(batch);
+      for (int i = 0; i < batch; ++i) next[i] = int32_t((7 * i + 1) % shape.vocab_size);
+      std::vector<ForwardStep> steps(batch);
+      double kv_keys = 0.0;
+      auto step_once = [&] {
+        for (int i = 0; i < batch; ++i) {
+          const int offset = length[i];
+          const int slot = first_block[i] * kBlock + offset;
+          if (offset % kBlock == 0) tables[i].push_back(BlockRef{first_block[i] + offset / kBlock, 0, 0});
+          tables[i].back().valid += 1;
+          tokens[i] = next[i];
+          positions[i] = offset;
+          slots[i] = slot;
+          steps[i] = ForwardStep{std::span<const int32_t>(&tokens[i], 1), std::span<const int32_t>(&positions[i], 1),
+                                 std::span<const int32_t>(&slots[i], 1), tables[i], lazy, false};
+          kv_keys += offset + 1;
+          ++length[i];
+        }
+        backend.forward_batch_greedy(steps, next);
+      };
+      for (int i = 0; i < kWarmup; ++i) step_once();
+      kv_keys = 0.0;
+      const auto start = Clock::now();
+      for (int i = 0; i < decode_steps; ++i) step_once();
+      const double ms = ms_since(start) / decode_steps;
+      if (lazy) {
+        row.lazy_ms_per_step = ms;
+      } else {
+        row.ms_per_step = ms;
+        row.kv_bytes = kv_keys / decode_steps * kv_bytes_per_token(shape);
+      }
+    }
     rows.push_back(row);
   }
   return rows;

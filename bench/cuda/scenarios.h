@@ -54,6 +54,9 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
 struct BatchedDecodeRow {
   int batch = 0;
   double ms_per_step = 0;
+  // The same steps with lazy attention, each prompt's second half of blocks at a shift (three
+  // shift runs a sequence: 0, the shift, 0 for the decoded tokens).
+  double lazy_ms_per_step = 0;
   double kv_bytes = 0;  // K/V bytes the batch's attention reads in a step (mean over the steps)
   double tokens_per_second() const { return ms_per_step > 0 ? 1000.0 * batch / ms_per_step : 0.0; }
 };
