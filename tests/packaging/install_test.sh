@@ -43,7 +43,7 @@ fi
 if [ "$have_man" = ON ]; then
   for page in lazyscope-cli $([ "$have_gui" = ON ] && echo lazyscope); do
     man1="$prefix/share/man/man1/$page.1"
-    if grep -q "^\.TH" "$man1" 2>/dev/null && grep -q -- "--help" "$man1"; then ok "man page $page.1"; else bad "man page $page.1 missing or empty"; fi
+    if grep -q "^\.TH" "$man1" 2>/dev/null && grep -q "^\.SH OPTIONS" "$man1"; then ok "man page $page.1"; else bad "man page $page.1 missing or empty"; fi
   done
 fi
 if command -v appstreamcli >/dev/null; then
