@@ -3,7 +3,8 @@
 // cached-RAG TTFT under none / lazy / materialized.
 // Options (one at a time): --model NAME (that model's batch-1 decode rows only), --quick (fewer
 // TTFT repeats), --sweep (GEMV split sweep), --decode-context N (batch-1 decode of llama-3.1-8b
-// after an N-token prompt: greedy and logits paths only), --batched (the batched decode table only).
+// after an N-token prompt: greedy and logits paths only), --batched (the batched decode table only),
+// --ttft (the cached-RAG TTFT table only, 5 repeats).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -71,6 +72,31 @@ void print_decode_at_context(double copy_gbs, int context) {
               t.device_ms);
 }
 
+// Cached-RAG TTFT of the 8B shape: none, lazy, materialized and an already rotated cache.
+void print_rag_ttft(int repeats) {
+  std::printf("\n## Cached RAG TTFT (5 docs x 2048 tokens cached, 64-token query), llama-3.1-8b\n");
+  std::printf("medians: none %d runs in a phase of its own; lazy / materialized / rotated %d rounds in a rotating "
+              "order; wall: synchronised start to logits on the host; GPU: events around the same span; host: "
+              "forward() without the logits wait\n\n", repeats, 3 * repeats);
+  const bench::RagTtft r = bench::measure_rag_ttft("llama-3.1-8b", 5, 2048, 64, repeats);
+  std::printf("| policy | TTFT ms (wall) | GPU ms | vs rotated cache (wall) | vs rotated cache (GPU) | vs none |\n|---|---:|---:|---:|---:|---:|\n");
+  std::printf("| none (prefill 10,304 tokens) | %.2f | %.2f | %.2fx | %.2fx | 1.00x |\n", r.none_ms, r.none_gpu_ms,
+              r.none_ms / r.rotated_ms, r.none_gpu_ms / r.rotated_gpu_ms);
+  std::printf("| rotated cache, plain kernel (ideal) | %.2f | %.2f | 1.00x | 1.00x | %.3fx |\n", r.rotated_ms,
+              r.rotated_gpu_ms, r.rotated_ms / r.none_ms);
+  std::printf("| lazy | %.2f | %.2f | %+.1f %% | %+.1f %% | %.3fx |\n", r.lazy_ms, r.lazy_gpu_ms,
+              100.0 * (r.lazy_ms / r.rotated_ms - 1.0), 100.0 * (r.lazy_gpu_ms / r.rotated_gpu_ms - 1.0),
+              r.lazy_ms / r.none_ms);
+  std::printf("| materialized (copy %.2f ms GPU, then plain; no host wait between) | %.2f | %.2f | %+.1f %% | %+.1f %% | %.3fx |\n",
+              r.copy_gpu_ms, r.materialized_ms, r.materialized_gpu_ms,
+              100.0 * (r.materialized_ms / r.rotated_ms - 1.0),
+              100.0 * (r.materialized_gpu_ms / r.rotated_gpu_ms - 1.0), r.materialized_ms / r.none_ms);
+  std::printf("\nhost time of one 64-token step (forward() returning once queued): lazy %.3f ms, rotated %.3f ms\n",
+              r.lazy_host_ms, r.rotated_host_ms);
+  std::printf("measured right after a none run (the old order): lazy %.2f ms, rotated %.2f ms (wall)\n",
+              r.lazy_after_none_ms, r.rotated_after_none_ms);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -88,6 +114,10 @@ int main(int argc, char** argv) {
         return 2;
       }
       print_decode_at_context(copy_gbs, context);
+      return 0;
+    }
+    if (argc > 1 && std::strcmp(argv[1], "--ttft") == 0) {
+      print_rag_ttft(5);
       return 0;
     }
     if (argc > 1 && std::strcmp(argv[1], "--batched") == 0) {
@@ -197,28 +227,7 @@ int main(int argc, char** argv) {
       }
     }
     const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
-    std::printf("\n## Cached RAG TTFT (5 docs x 2048 tokens cached, 64-token query), llama-3.1-8b\n");
-    const int repeats = quick ? 5 : 11;
-    std::printf("medians: none %d runs in a phase of its own; lazy / materialized / rotated %d rounds in a rotating "
-                "order; wall: synchronised start to logits on the host; GPU: events around the same span; host: "
-                "forward() without the logits wait\n\n", repeats, 3 * repeats);
-    const bench::RagTtft r = bench::measure_rag_ttft("llama-3.1-8b", 5, 2048, 64, repeats);
-    std::printf("| policy | TTFT ms (wall) | GPU ms | vs rotated cache (wall) | vs rotated cache (GPU) | vs none |\n|---|---:|---:|---:|---:|---:|\n");
-    std::printf("| none (prefill 10,304 tokens) | %.2f | %.2f | %.2fx | %.2fx | 1.00x |\n", r.none_ms, r.none_gpu_ms,
-                r.none_ms / r.rotated_ms, r.none_gpu_ms / r.rotated_gpu_ms);
-    std::printf("| rotated cache, plain kernel (ideal) | %.2f | %.2f | 1.00x | 1.00x | %.3fx |\n", r.rotated_ms,
-                r.rotated_gpu_ms, r.rotated_ms / r.none_ms);
-    std::printf("| lazy | %.2f | %.2f | %+.1f %% | %+.1f %% | %.3fx |\n", r.lazy_ms, r.lazy_gpu_ms,
-                100.0 * (r.lazy_ms / r.rotated_ms - 1.0), 100.0 * (r.lazy_gpu_ms / r.rotated_gpu_ms - 1.0),
-                r.lazy_ms / r.none_ms);
-    std::printf("| materialized (copy %.2f ms GPU, then plain; no host wait between) | %.2f | %.2f | %+.1f %% | %+.1f %% | %.3fx |\n",
-                r.copy_gpu_ms, r.materialized_ms, r.materialized_gpu_ms,
-                100.0 * (r.materialized_ms / r.rotated_ms - 1.0),
-                100.0 * (r.materialized_gpu_ms / r.rotated_gpu_ms - 1.0), r.materialized_ms / r.none_ms);
-    std::printf("\nhost time of one 64-token step (forward() returning once queued): lazy %.3f ms, rotated %.3f ms\n",
-                r.lazy_host_ms, r.rotated_host_ms);
-    std::printf("measured right after a none run (the old order): lazy %.2f ms, rotated %.2f ms (wall)\n",
-                r.lazy_after_none_ms, r.rotated_after_none_ms);
+    print_rag_ttft(quick ? 5 : 11);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_cuda_end_to_end: %s\n", e.what());
     return 1;
