@@ -4,12 +4,12 @@
 
 namespace lazyscope::cli {
 
-void add_make_model_command(CLI::App& app);  // cmd_make_model.cpp
-void add_models_command(CLI::App& app);      // cmd_models.cpp
-void add_tokenize_commands(CLI::App& app);   // cmd_tokenize.cpp (tokenize, detokenize)
-void add_generate_command(CLI::App& app);    // cmd_generate.cpp
-void add_cache_demo_command(CLI::App& app);  // cmd_cache_demo.cpp
-void add_corpus_command(CLI::App& app);      // cmd_corpus.cpp
-void add_session_command(CLI::App& app);     // cmd_session.cpp
+void add_make_model_command(CLI::App& app);   // cmd_make_model.cpp
+void add_models_command(CLI::App& app);       // cmd_models.cpp
+void add_tokenize_commands(CLI::App& app);    // cmd_tokenize.cpp (tokenize, detokenize)
+void add_generate_command(CLI::App& app);     // cmd_generate.cpp
+void add_cache_demo_command(CLI::App& app);   // cmd_cache_demo.cpp
+void add_corpus_command(CLI::App& app);       // cmd_corpus.cpp
+void add_session_command(CLI::App& app);      // cmd_session.cpp
 
 }  // namespace lazyscope::cli
