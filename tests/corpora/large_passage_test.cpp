@@ -11,6 +11,8 @@
 namespace lazyscope::corpora {
 namespace {
 
+using testing::TempDir;
+
 std::string ten_megabytes_of_sentences() {
   const std::string sentence = "The lune flows past carrow and the old stone bridge. ";
   std::string text;
