@@ -269,6 +269,7 @@ void KvCacheManager::plan_block(const PromptLayout& layout, RequestPlan& plan) {
   plan.table = prefix_table;
   std::unordered_map<uint64_t, int64_t> bases_this_request;  // doc key -> base used here
   std::unordered_set<int64_t> made_here;                     // segments encoded or copied here
+  std::unordered_set<uint64_t> placed_keys;                  // documents placed so far
   enum class Use { Hit, Miss, Repeat };
   int start = P;
   for (std::size_t k = 0; k < layout.documents.size(); ++k) {
@@ -396,6 +397,8 @@ void KvCacheManager::plan_block(const PromptLayout& layout, RequestPlan& plan) {
       case Policy::Prefix:
         throw Error("policy 'prefix' cannot plan block attention");
     }
+    // A second placement of a document in one request is a repeat, whatever served it.
+    if (!placed_keys.insert(doc_key).second) use = Use::Repeat;
     if (use == Use::Hit) {
       plan.stats.document_hits += 1;
       plan.stats.cached_tokens += L;

@@ -81,16 +81,19 @@ TEST(CacheManager, RepeatedDocumentIsStoredOnce) {
   EXPECT_EQ(doc_segments, 1);
 }
 
-TEST(CacheManager, RepeatOfADocumentCachedBeforeTheRequestIsAHitEachTime) {
-  for (Policy policy : {Policy::Lazy, Policy::Materialized}) {
+TEST(CacheManager, ASecondPlacementInOneRequestIsARepeatEvenWhenCachedBefore) {
+  for (Policy policy : {Policy::Lazy, Policy::Materialized, Policy::Positional}) {
     KvCacheManager cache(64, kBlock, 100, "m");
     auto a = tokens(100, 5), b = tokens(200, 3);
-    run(cache, layout({a}), Mode::Block, policy);
+    run(cache, layout({a, b, a}), Mode::Block, policy);
     RequestPlan plan = run(cache, layout({a, b, a}), Mode::Block, policy);
     EXPECT_EQ(plan.stats.documents, 3) << to_string(policy);
-    EXPECT_EQ(plan.stats.document_hits, 2) << to_string(policy);  // a, a: in the pool before
-    EXPECT_EQ(plan.stats.document_repeats, 0) << to_string(policy);
-    EXPECT_EQ(plan.stats.cached_tokens, 3 + 5 + 5) << to_string(policy);
+    EXPECT_EQ(plan.stats.document_hits, 2) << to_string(policy);  // a and b: in the pool before
+    EXPECT_EQ(plan.stats.document_repeats, 1) << to_string(policy);
+    EXPECT_EQ(plan.stats.cached_tokens, 3 + 5 + 3) << to_string(policy);
+    EXPECT_DOUBLE_EQ(plan.stats.document_hit_ratio(), 1.0) << to_string(policy);
+    EXPECT_TRUE(plan.placements[3].repeat) << to_string(policy);
+    EXPECT_FALSE(plan.placements[3].hit) << to_string(policy);
   }
 }
 
