@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "engine/runtime/equivalence.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/gemv.h"
@@ -185,6 +186,7 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
   // Logits: a first pass (captures, and every step's logits for the comparisons below), then the timed one.
   std::vector<std::vector<float>> default_logits;
   time_decode(backend, prompt, DecodeMode::Logits, decode_steps, &logits_tokens, nullptr, &default_logits);
+  const std::vector<int32_t> default_logit_tokens = logits_tokens;
   logits_tokens.clear();
   result.logits_ms = time_decode(backend, prompt, DecodeMode::Logits, decode_steps, &logits_tokens);
 
@@ -221,28 +223,16 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
       time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &tokens, &out.device_ms);  // captures
       tokens.clear();
       out.ms = time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &tokens);
-      const auto mismatch = std::mismatch(tokens.begin(), tokens.end(), graph_tokens.begin(), graph_tokens.end());
-      out.first_difference = mismatch.first == tokens.end() ? -1 : int(mismatch.first - tokens.begin());
-      const int k = out.first_difference;
-      if (k >= 0 && k < int(default_logits.size())) {
-        // The variant's logits at that step (same tokens before it): margins and the largest |Δlogit|.
-        // Token and logits indices count the 3 warm-up steps too (0 = the first step after the prompt).
-        std::vector<std::vector<float>> variant_logits;
-        std::vector<int32_t> variant_tokens;
-        time_decode(backend, prompt, DecodeMode::Logits, std::max(1, k - 2), &variant_tokens, nullptr,
-                    &variant_logits);
-        const std::vector<float>& a = default_logits[k];
-        const std::vector<float>& b = variant_logits.at(k);
-        auto top2_gap = [](std::vector<float> v) {
-          std::partial_sort(v.begin(), v.begin() + 2, v.end(), std::greater<float>());
-          return double(v[0]) - double(v[1]);
-        };
-        out.default_gap = top2_gap(a);
-        out.variant_gap = top2_gap(b);
-        for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
-          out.max_logit_delta = std::max(out.max_logit_delta, std::fabs(double(a[i]) - double(b[i])));
-        }
-      }
+      // The variant's logits at every step (a pass of its own, not the timed one), judged by the rule.
+      std::vector<std::vector<float>> variant_logits;
+      std::vector<int32_t> variant_tokens;
+      time_decode(backend, prompt, DecodeMode::Logits, decode_steps, &variant_tokens, nullptr, &variant_logits);
+      const EquivalenceResult same = compare_greedy_runs(default_logits, default_logit_tokens, variant_logits,
+                                                         variant_tokens, logit_tolerance_for("cuda"));
+      out.verdict = to_string(same.verdict);
+      out.first_difference = same.first_divergent_step;
+      out.max_logit_delta = same.max_abs_diff;
+      out.explanation = same.explanation;
     } catch (const Error& e) {
       std::fprintf(stderr, "decode variant '%s' failed: %s\n", v.name, e.what());
       cudaGetLastError();
