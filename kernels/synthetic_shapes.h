@@ -9,7 +9,7 @@
 namespace lazyscope {
 
 // "tiny" and "small" (the make-model presets' shapes), "smollm2-135m", "llama-3.2-1b",
-// "llama-3.1-8b". Throws Error for an unknown name, listing the known ones.
+// "llama-3.1-8b", "llama-3.1-70b". Throws Error for an unknown name, listing the known ones.
 ModelShape synthetic_shape(const std::string& name);
 std::vector<std::string> synthetic_shape_names();
 
