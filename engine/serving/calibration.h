@@ -5,7 +5,7 @@ namespace lazyscope::calibration {
 
 struct H200 {
   // bf16 weights streamed by one forward (GEMV-bound decode). Fitted with layer_overhead_s to the
-  // batch-1 greedy decode of kernels/cuda/NOTES.md round 5: llama-3.1-8b 4.468 ms/token (15.01 GB
+  // batch-1 greedy decode of bench/cuda/NOTES.md round 5: llama-3.1-8b 4.468 ms/token (15.01 GB
   // of weights), llama-3.2-1b 0.990 ms/token (2.47 GB): 4.05 TB/s and 23.8 µs per layer.
   static constexpr double weight_bytes_per_s = 4.05e12;
   static constexpr double layer_overhead_s = 23.8e-6;
@@ -19,6 +19,10 @@ struct H200 {
   // Materialize (copy + rotate): 4 docs x 2,048 tokens x 32 layers of 8B KV, 1.07 GB written in
   // 0.59 ms of GPU time (NOTES round 5, cached RAG TTFT): bytes written per second.
   static constexpr double copy_bytes_per_s = 1.8e12;
+  // Batched decode (2+ sequences) runs separate ops with cuBLAS GEMMs instead of batch 1's graph of
+  // fused GEMVs: +0.34 ms (1B, 16 layers) and +0.92 ms (8B, 32 layers) from batch 1 to 2 (NOTES
+  // session 3, run 6): ~25 µs per layer.
+  static constexpr double batched_layer_overhead_s = 25e-6;
   // Host work of one scheduler step around the launches (block tables, uploads, readback).
   static constexpr double step_overhead_s = 50e-6;
 };

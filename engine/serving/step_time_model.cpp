@@ -9,7 +9,7 @@ namespace lazyscope {
 StepTimeConstants StepTimeConstants::h200() {
   using C = calibration::H200;
   return {C::weight_bytes_per_s, C::layer_overhead_s,  C::gemm_flops_per_s, C::attention_flops_per_s,
-          C::kv_read_bytes_per_s, C::copy_bytes_per_s, C::step_overhead_s};
+          C::kv_read_bytes_per_s, C::copy_bytes_per_s, C::batched_layer_overhead_s, C::step_overhead_s};
 }
 
 StepTimeModel::StepTimeModel(const ModelShape& shape, std::size_t kv_element_bytes, const StepTimeConstants& c)
@@ -44,7 +44,8 @@ double StepTimeModel::forward_s(int tokens, int64_t context, int logits_rows) co
 double StepTimeModel::decode_s(int batch, int64_t context_total) const {
   if (batch <= 0) return 0.0;
   const double attn_bytes = double(context_total + batch) * kv_bytes_per_token_layer_;
-  return linear_s(batch) + shape_.num_layers * attn_bytes / c_.kv_read_bytes_per_s + lm_head_s(batch);
+  const double batched = batch > 1 ? shape_.num_layers * c_.batched_layer_overhead_s : 0.0;
+  return linear_s(batch) + batched + shape_.num_layers * attn_bytes / c_.kv_read_bytes_per_s + lm_head_s(batch);
 }
 
 double StepTimeModel::copy_s(int64_t bytes_written) const { return double(bytes_written) / c_.copy_bytes_per_s; }
