@@ -169,13 +169,29 @@ void run_workload_command(WorkloadArgs a, const CLI::App& cmd) {
               "evicted", "preempt", "peak", "wall s");
 
   std::vector<ServingResult> results;
+  struct Failure {
+    int64_t budget;
+    std::string policy, error;
+  };
+  std::vector<Failure> failures;
   const int runs = int(budgets.size() * policies.size());
   int run = 0;
   for (int64_t budget : budgets) {
     for (Policy policy : policies) {
       ProgressObserver progress(bar, run, runs, w.requests,
                                 std::string(to_string(policy)) + " at " + budget_text(budget));
-      ServingResult r = engine.run(workload, budget, policy, so, &progress);
+      ServingResult r;
+      try {
+        r = engine.run(workload, budget, policy, so, &progress);
+      } catch (const Error& e) {
+        // One budget too small for one policy: the row says so, the other rows still run.
+        if (runs == 1) throw;
+        bar.finish();
+        std::printf("%-10s %-13s cannot serve this workload: %s\n", budget_text(budget).c_str(), to_string(policy), e.what());
+        failures.push_back({budget, to_string(policy), e.what()});
+        ++run;
+        continue;
+      }
       ++run;
       bar.finish();
       std::printf("%-10s %-13s %7.2f%% %7.2f%% %7.1f%% %8.1fms %8.1fms %7.2fms %10.1f %10.0f %10.1f %8lld %8lld %7d %7.2f\n",
@@ -258,6 +274,11 @@ void run_workload_command(WorkloadArgs a, const CLI::App& cmd) {
                               {"host_fraction", r.host_fraction},
                               {"wall_s", r.wall_s}});
     }
+    for (const Failure& f : failures) {
+      j["results"].push_back({{"policy", f.policy},
+                              {"kv_budget_bytes", f.budget == 0 ? nlohmann::json() : nlohmann::json(f.budget)},
+                              {"error", f.error}});
+    }
     const std::string tmp = a.json + ".tmp";
     {
       std::ofstream out(tmp, std::ios::binary);
@@ -273,6 +294,10 @@ void run_workload_command(WorkloadArgs a, const CLI::App& cmd) {
       meta["workload." + it.key()] = it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
     }
     save_workload_sqlite(meta, results, a.record);
+  }
+  if (!failures.empty()) {
+    throw Error(std::to_string(failures.size()) + " of " + std::to_string(runs) +
+                " runs could not serve the workload (their rows say why)");
   }
 }
 

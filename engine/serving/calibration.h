@@ -23,6 +23,11 @@ struct H200 {
   // fused GEMVs: +0.34 ms (1B, 16 layers) and +0.92 ms (8B, 32 layers) from batch 1 to 2 (NOTES
   // session 3, run 6): ~25 µs per layer.
   static constexpr double batched_layer_overhead_s = 25e-6;
+  // Per prefill forward (a document encode or prompt chunk), beyond the roofline above: the real
+  // serving runs of 2026-12-01 (bench/serving_device_run.sh: paper preset on llama-3.2-1b and on
+  // llama-3.1-8b at 4 GiB) took 0.45-1.5 ms more per prefill forward than this model without it
+  // (host launch work of a prefill step, ~2.3 ms for 8B per NOTES round 5, not fully hidden).
+  static constexpr double prefill_forward_overhead_s = 0.8e-3;
   // Host work of one scheduler step around the launches (block tables, uploads, readback).
   static constexpr double step_overhead_s = 50e-6;
 };

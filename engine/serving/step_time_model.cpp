@@ -9,7 +9,7 @@ namespace lazyscope {
 StepTimeConstants StepTimeConstants::h200() {
   using C = calibration::H200;
   return {C::weight_bytes_per_s, C::layer_overhead_s,  C::gemm_flops_per_s, C::attention_flops_per_s,
-          C::kv_read_bytes_per_s, C::copy_bytes_per_s, C::batched_layer_overhead_s, C::step_overhead_s};
+          C::kv_read_bytes_per_s, C::copy_bytes_per_s, C::batched_layer_overhead_s, C::prefill_forward_overhead_s, C::step_overhead_s};
 }
 
 StepTimeModel::StepTimeModel(const ModelShape& shape, std::size_t kv_element_bytes, const StepTimeConstants& c)
@@ -38,7 +38,7 @@ double StepTimeModel::forward_s(int tokens, int64_t context, int logits_rows) co
   const double attn_flops = 4.0 * pairs * shape_.head_dim * shape_.num_heads;
   const double attn_bytes = double(context + tokens) * kv_bytes_per_token_layer_;
   const double attention = std::max(attn_flops / c_.attention_flops_per_s, attn_bytes / c_.kv_read_bytes_per_s);
-  return linear_s(tokens) + shape_.num_layers * attention + lm_head_s(logits_rows);
+  return c_.prefill_forward_overhead_s + linear_s(tokens) + shape_.num_layers * attention + lm_head_s(logits_rows);
 }
 
 double StepTimeModel::decode_s(int batch, int64_t context_total) const {

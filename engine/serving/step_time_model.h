@@ -10,7 +10,7 @@ namespace lazyscope {
 
 struct StepTimeConstants {
   double weight_bytes_per_s, layer_overhead_s, gemm_flops_per_s, attention_flops_per_s, kv_read_bytes_per_s,
-      copy_bytes_per_s, batched_layer_overhead_s, step_overhead_s;
+      copy_bytes_per_s, batched_layer_overhead_s, prefill_forward_overhead_s, step_overhead_s;
   static StepTimeConstants h200();  // calibration.h
 };
 

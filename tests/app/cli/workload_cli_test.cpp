@@ -84,6 +84,15 @@ TEST(WorkloadCli, SweepGivesARowPerBudgetAndPolicy) {
   EXPECT_NE(o.output.find("1MiB       lazy"), std::string::npos) << o.output;
 }
 
+TEST(WorkloadCli, ARowThatCannotFitIsReportedAndTheOthersRun) {
+  const Outcome o = run(small({{"--kv-budget", ""}, {"--policies", "positional,lazy"}, {"--sweep-kv-budget", "64KiB,512KiB"}}));
+  EXPECT_NE(o.status, 0) << o.output;
+  EXPECT_NE(o.output.find("64KiB      positional    cannot serve this workload: KV budget of"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("64KiB      lazy "), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("512KiB     positional "), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("1 of 4 runs could not serve the workload"), std::string::npos) << o.output;
+}
+
 TEST(WorkloadCli, RecordWritesWorkloadTables) {
   const std::string db = (std::filesystem::temp_directory_path() / ("ls-workload-" + std::to_string(getpid()) + ".sqlite")).string();
   const Outcome o = run(kSmall + " --policies lazy --record " + db);
