@@ -6,8 +6,10 @@
 #include <string>
 
 #include "app/cli/commands.h"
+#include "app/cli/option_checks.h"
 #include "base/byte_size.h"
 #include "base/error.h"
+#include "base/limits.h"
 #include "engine/serving/scheduler.h"
 #include "engine/serving/serving_engine.h"
 #include "engine/serving/step_time_model.h"
@@ -69,12 +71,14 @@ class MapObserver final : public ServingObserver {
 
 void run_demo(const DemoArgs& a) {
   const ModelShape shape = synthetic_shape(a.shape);
-  if (a.block_size < 1 || a.block_size > 1024) throw Error("--block-size must be between 1 and 1024");
-  if (a.map_width < 8 || a.map_width > 512) throw Error("--map-width must be between 8 and 512");
   const std::size_t bytes_per_block = shape.kv_bytes_per_block(a.block_size, 2);  // bf16 pool
-  const std::size_t budget = parse_byte_size(a.kv_budget);
-  const int blocks = int(std::min<std::size_t>(budget / bytes_per_block, 1 << 20));
-  if (blocks == 0) throw Error("--kv-budget " + a.kv_budget + " holds no block of this shape");
+  const std::size_t budget_blocks = parse_byte_size(a.kv_budget) / bytes_per_block;
+  if (budget_blocks < 1 || budget_blocks > std::size_t(limits::kMaxPoolBlocks)) {
+    throw Error("--kv-budget " + a.kv_budget + " holds " + std::to_string(budget_blocks) + " blocks of " +
+                std::to_string(bytes_per_block) + " bytes; the valid range is 1.." +
+                std::to_string(limits::kMaxPoolBlocks) + " blocks");
+  }
+  const int blocks = int(budget_blocks);
   WorkloadOptions o;
   o.documents = a.documents;
   o.doc_tokens = a.doc_tokens;
@@ -125,15 +129,23 @@ void add_cache_demo_command(CLI::App& app) {
       "cache-demo", "A small RAG workload under every cache policy: hits, copies and the block map (see workload)");
   cmd->add_option("--shape", a->shape, "Model shape for KV sizes: tiny, small, smollm2-135m, llama-3.2-1b, llama-3.1-8b, llama-3.1-70b")->capture_default_str();
   cmd->add_option("--kv-budget", a->kv_budget, "KV pool size per policy")->capture_default_str();
-  cmd->add_option("--documents", a->documents, "Distinct documents in the corpus")->capture_default_str();
-  cmd->add_option("--doc-tokens", a->doc_tokens, "Tokens per document")->capture_default_str();
-  cmd->add_option("--requests", a->requests, "Requests to serve")->capture_default_str();
-  cmd->add_option("--docs-per-request", a->docs_per_request, "Documents retrieved per request")->capture_default_str();
-  cmd->add_option("--concurrency", a->concurrency, "Concurrent clients")->capture_default_str();
-  cmd->add_option("--block-size", a->block_size, "Tokens per KV block")->capture_default_str();
-  cmd->add_option("--zipf", a->zipf, "Zipf exponent of document popularity")->capture_default_str();
+  cmd->add_option("--documents", a->documents, "Distinct documents in the corpus")
+      ->capture_default_str()
+      ->check(in_range(1, 20000));
+  cmd->add_option("--doc-tokens", a->doc_tokens, "Tokens per document")->capture_default_str()->check(in_range(1, 131072));
+  cmd->add_option("--requests", a->requests, "Requests to serve")->capture_default_str()->check(in_range(1, 10000));
+  cmd->add_option("--docs-per-request", a->docs_per_request, "Documents retrieved per request")
+      ->capture_default_str()
+      ->check(in_range(1, 64));
+  cmd->add_option("--concurrency", a->concurrency, "Concurrent clients")->capture_default_str()->check(in_range(1, 4096));
+  cmd->add_option("--block-size", a->block_size, "Tokens per KV block")
+      ->capture_default_str()
+      ->check(in_range(1, limits::kMaxBlockSize));
+  cmd->add_option("--zipf", a->zipf, "Zipf exponent of document popularity")
+      ->capture_default_str()
+      ->check(in_range(0.0, 10.0));
   cmd->add_option("--seed", a->seed, "Workload seed")->capture_default_str();
-  cmd->add_option("--map-width", a->map_width, "Blocks per block-map line")->capture_default_str();
+  cmd->add_option("--map-width", a->map_width, "Blocks per block-map line")->capture_default_str()->check(in_range(8, 512));
   cmd->callback([a] { run_demo(*a); });
 }
 
