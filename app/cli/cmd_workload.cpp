@@ -8,6 +8,10 @@
 #include <sstream>
 
 #include "app/cli/commands.h"
+#include "app/cli/option_checks.h"
+#include "app/cli/output_kinds.h"
+#include "base/atomic_file.h"
+#include "base/output_guard.h"
 #include "app/cli/progress_bar.h"
 #include "base/byte_size.h"
 #include "base/error.h"
@@ -132,6 +136,14 @@ void run_workload_command(WorkloadArgs a, const CLI::App& cmd) {
   const std::vector<int64_t> budgets =
       a.sweep.empty() ? std::vector<int64_t>{parse_budget(a.kv_budget, "--kv-budget")} : parse_budget_list(a.sweep);
   validate(a.w);  // before any model loads
+  OutputGuard guard;
+  if (!a.model.empty()) guard.input(a.model, "--model");
+  if (!a.json.empty()) {
+    guard.output(a.json, "--json", "workload results JSON",
+                 [](const std::filesystem::path& p) { return is_json_object_with_keys(p, {"config", "results"}); });
+  }
+  if (!a.record.empty()) guard.output(a.record, "--record", "session report", is_session_report);
+  guard.check();
 
   ServingConfig config;
   config.backend = a.backend;
@@ -279,14 +291,7 @@ void run_workload_command(WorkloadArgs a, const CLI::App& cmd) {
                               {"kv_budget_bytes", f.budget == 0 ? nlohmann::json() : nlohmann::json(f.budget)},
                               {"error", f.error}});
     }
-    const std::string tmp = a.json + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::binary);
-      if (!out) throw Error(a.json + ": cannot write the JSON results");
-      out << j.dump(2) << "\n";
-      if (!out) throw Error(a.json + ": write failed");
-    }
-    std::rename(tmp.c_str(), a.json.c_str());
+    write_file_atomically(a.json, j.dump(2) + "\n", "workload results");
   }
   if (!a.record.empty()) {
     std::map<std::string, std::string> meta;
@@ -316,16 +321,28 @@ void add_workload_command(CLI::App& app) {
                   "llama-3.1-8b, llama-3.1-70b");
   cmd->add_option("--preset", a->preset, "paper: Llama-3.2-1B shape, 100 docs x 2048 tokens, 5 per request, alpha 2.1, "
                                          "200 requests, concurrency 16, 1GiB, 16-token queries, 8 output tokens");
-  cmd->add_option("--documents", a->w.documents, "Documents in the pool (1-100000)")->capture_default_str();
-  cmd->add_option("--doc-tokens", a->w.doc_tokens, "Tokens per document (1-131072)")->capture_default_str();
-  cmd->add_option("--docs-per-request", a->w.docs_per_request, "Distinct documents per request")->capture_default_str();
-  cmd->add_option("--zipf", a->w.zipf, "Zipf exponent alpha of document popularity (0-10; zipf layout)")->capture_default_str();
-  cmd->add_option("--requests", a->w.requests, "Requests (1-1000000)")->capture_default_str();
-  cmd->add_option("--concurrency", a->w.concurrency, "Closed loop: concurrent clients (1-4096)")->capture_default_str();
-  cmd->add_option("--rate", a->w.rate, "Open loop: Poisson arrivals per second (instead of --concurrency)");
-  cmd->add_option("--query-tokens", a->w.query_tokens, "Query tokens per request")->capture_default_str();
-  cmd->add_option("--output-tokens", a->w.output_tokens, "Generated tokens per request")->capture_default_str();
-  cmd->add_option("--prefix-tokens", a->w.prefix_tokens, "Shared prefix tokens (BOS first; 0-131072)")->capture_default_str();
+  cmd->add_option("--documents", a->w.documents, "Documents in the pool (1-100000)")->capture_default_str()
+      ->check(in_range(1, 100000));
+  cmd->add_option("--doc-tokens", a->w.doc_tokens, "Tokens per document (1-131072)")->capture_default_str()
+      ->check(in_range(1, 131072));
+  cmd->add_option("--docs-per-request", a->w.docs_per_request, "Distinct documents per request")->capture_default_str()
+      ->check(in_range(1, 64));
+  cmd->add_option("--zipf", a->w.zipf, "Zipf exponent alpha of document popularity (zipf layout)")
+      ->capture_default_str()
+      ->check(in_range(0.0, 10.0));
+  cmd->add_option("--requests", a->w.requests, "Requests (1-1000000)")->capture_default_str()
+      ->check(in_range(1, 1000000));
+  cmd->add_option("--concurrency", a->w.concurrency, "Closed loop: concurrent clients (1-4096)")->capture_default_str()
+      ->check(in_range(1, 4096));
+  cmd->add_option("--rate", a->w.rate, "Open loop: Poisson arrivals per second (instead of --concurrency)")
+      ->check(in_range(0.0, 1e6));
+  cmd->add_option("--query-tokens", a->w.query_tokens, "Query tokens per request")->capture_default_str()
+      ->check(in_range(1, 131072));
+  cmd->add_option("--output-tokens", a->w.output_tokens, "Generated tokens per request")->capture_default_str()
+      ->check(in_range(1, 65536));
+  cmd->add_option("--prefix-tokens", a->w.prefix_tokens, "Shared prefix tokens (BOS first)")
+      ->capture_default_str()
+      ->check(in_range(0, 131072));
   cmd->add_option("--kv-budget", a->kv_budget, "KV pool per policy (e.g. 1GiB, or unlimited with accounting)")->capture_default_str();
   cmd->add_option("--sweep-kv-budget", a->sweep, "Comma-separated budgets: a row per budget and policy");
   cmd->add_option("--policies", a->policies, "Comma-separated policies")->capture_default_str();
@@ -333,10 +350,14 @@ void add_workload_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--doc-order", a->doc_order, "shuffled or retrieved (as drawn)")->capture_default_str();
   cmd->add_option("--seed", a->w.seed, "Workload seed")->capture_default_str();
-  cmd->add_option("--block-size", a->block_size, "Tokens per KV block (1-1024)")->capture_default_str();
-  cmd->add_option("--step-tokens", a->step_tokens, "Tokens per scheduler step (decode + prefill chunks)")->capture_default_str();
-  cmd->add_option("--max-running", a->max_running, "Sequences admitted at once (1-65536)")->capture_default_str();
-  cmd->add_option("--threads", a->threads, "CPU backend threads (0 = all cores)")->capture_default_str();
+  cmd->add_option("--block-size", a->block_size, "Tokens per KV block (1-1024)")->capture_default_str()
+      ->check(in_range(1, 1024));
+  cmd->add_option("--step-tokens", a->step_tokens, "Tokens per scheduler step (decode + prefill chunks)")->capture_default_str()
+      ->check(in_range(1, 1 << 20));
+  cmd->add_option("--max-running", a->max_running, "Sequences admitted at once (1-65536)")->capture_default_str()
+      ->check(in_range(1, 65536));
+  cmd->add_option("--threads", a->threads, "CPU backend threads (0 = all cores)")->capture_default_str()
+      ->check(in_range(0, 4096));
   cmd->add_option("--weight-seed", a->weight_seed, "Seed of synthetic weights")->capture_default_str();
   cmd->add_option("--json", a->json, "Write the results as JSON to FILE");
   cmd->add_option("--record", a->record, "Save requests, scheduler steps and pool occupancy as a SQLite session report");
