@@ -1,6 +1,7 @@
 #pragma once
-// Model shapes for synthetic (deterministic random) weights made by a backend itself, so tests
-// and benchmarks run without a checkpoint on disk. One table for the engine and the kernels.
+// The one catalogue of named Llama model shapes: synthetic (deterministic random) weights made
+// by a backend itself, the make-model presets, cache-demo's KV sizes and the benchmarks all take
+// their shapes from here.
 #include <string>
 #include <vector>
 

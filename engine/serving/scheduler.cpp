@@ -78,7 +78,7 @@ void fill_record(RequestRecord& rec, const RequestPlan& plan) {
     } else if (p.kind == SegmentKind::Document) {
       rec.documents += 1;
       rec.document_tokens += p.tokens;
-      const bool repeat = !seen.insert(p.label).second;
+      const bool repeat = !seen.insert(p.label).second || p.repeat;
       if (repeat) {
         rec.repeats += 1;
       } else if (p.hit) {
