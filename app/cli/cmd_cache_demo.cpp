@@ -24,7 +24,7 @@ struct DemoArgs {
   int documents = 10;
   int requests = 16;
   int docs_per_request = 3;
-  int doc_tokens = 256;
+  int doc_tokens = 300;
   int concurrency = 2;
   int block_size = 16;
   double zipf = 1.1;

@@ -75,7 +75,7 @@ void fill_record(RequestRecord& rec, const RequestPlan& plan) {
     if (p.kind == SegmentKind::Prefix) {
       rec.prefix_tokens = p.tokens;
       rec.prefix_hit = p.hit && p.tokens > 0;
-    } else if (p.kind == SegmentKind::Document) {
+    } else if (p.kind == SegmentKind::Document || p.kind == SegmentKind::Copy) {
       rec.documents += 1;
       rec.document_tokens += p.tokens;
       const bool repeat = !seen.insert(p.label).second || p.repeat;

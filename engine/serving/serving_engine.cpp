@@ -10,10 +10,6 @@
 
 namespace lazyscope {
 
-std::vector<Policy> all_policies() {
-  return {Policy::None, Policy::Prefix, Policy::Positional, Policy::Materialized, Policy::Lazy};
-}
-
 Mode mode_for(Policy policy) { return policy == Policy::Prefix ? Mode::Full : Mode::Block; }
 
 std::vector<Policy> parse_policy_list(const std::string& text) {

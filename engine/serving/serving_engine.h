@@ -28,8 +28,6 @@ struct ServingConfig {
   std::size_t kv_element_bytes = 0;    // accounting: bytes per KV value (0: 2, a bf16 pool)
 };
 
-// The five policies in table order: none, prefix, positional, materialized, lazy.
-std::vector<Policy> all_policies();
 // The semantics a policy serves: prefix caches full attention, the others block attention.
 Mode mode_for(Policy policy);
 // "none,lazy" -> policies; throws Error naming the bad entry and the valid names.

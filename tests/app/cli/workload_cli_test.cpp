@@ -122,7 +122,7 @@ TEST(WorkloadCli, BadOptionsAreClearErrors) {
       {small({{"--backend", "tpu"}}), "--backend: unknown backend 'tpu'"},
       {small({{"--preset", "fast"}}), "--preset: unknown preset 'fast'"},
       {small({{"--kv-budget", "64KiB"}}), "cannot hold request 0"},
-      {small({{"--shape", "huge"}}), "unknown synthetic model 'huge'"},
+      {small({{"--shape", "huge"}}), "unknown model shape 'huge'"},
       {small({{"--backend", "cpu"}, {"--kv-budget", "unlimited"}}), "an unlimited --kv-budget needs --backend accounting"},
   };
   for (const Case& c : cases) {
