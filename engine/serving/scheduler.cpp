@@ -113,6 +113,7 @@ ServingResult run_scheduler(const Workload& workload, KvCacheManager& cache, Ste
   if (options.max_running < 1 || options.max_running > 65536) {
     throw Error("--max-running must be between 1 and 65536 (got " + std::to_string(options.max_running) + ")");
   }
+  if (observer) observer->on_start(cache);
   const auto wall0 = std::chrono::steady_clock::now();
   const WorkloadOptions& wo = workload.options;
   const int B = cache.block_size();
@@ -386,6 +387,7 @@ ServingResult run_scheduler(const Workload& workload, KvCacheManager& cache, Ste
     host_s += host_since(host_t0);
   }
 
+  if (observer) observer->on_end(cache);
   // Summary over the finished requests.
   std::vector<double> ttft, tpot, e2e;
   int64_t doc_tokens = 0, cached_doc_tokens = 0, docs = 0, doc_hits = 0, prefix_hits = 0, with_prefix = 0;

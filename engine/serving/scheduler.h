@@ -36,6 +36,15 @@ class ServingObserver {
   virtual ~ServingObserver() = default;
   virtual void on_step(const StepSample&) {}
   virtual void on_request_finished(const RequestRecord&) {}
+  // The run's cache, once before the first step: a pool map may read it (blocks(), segments())
+  // from inside the callbacks above, and in on_end; not after on_end (the cache may be gone).
+  virtual void on_start(const KvCacheManager&) {}
+  // Once after the last step (or the cancellation), every block the run held returned: the pool
+  // as the run leaves it.
+  virtual void on_end(const KvCacheManager&) {}
+  // ServingEngine::run: where the run's cache reports its block events (allocations, hits,
+  // copies, evictions); nullptr: nowhere.
+  virtual EventSink* cache_events() { return nullptr; }
 };
 
 // Runs the whole workload (or until *cancel). Throws Error when the budget cannot hold some

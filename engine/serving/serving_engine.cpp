@@ -105,7 +105,8 @@ ServingResult ServingEngine::run(const Workload& workload, int64_t budget_bytes,
   options.mode = mode_for(policy);
   options.policy = policy;
   // A fresh pool and a cache without history for every run (no policy sees another's blocks).
-  KvCacheManager cache(blocks, config_.block_size, bytes_per_block_, identity_);
+  KvCacheManager cache(blocks, config_.block_size, bytes_per_block_, identity_,
+                       observer ? observer->cache_events() : nullptr, nullptr, to_string(policy));
   std::unique_ptr<StepExecutor> executor;
   if (backend_) {
     backend_->allocate_pool(blocks, config_.block_size);
