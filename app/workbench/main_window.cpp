@@ -28,6 +28,7 @@
 #include "app/workbench/views/equivalence_view.h"
 #include "app/workbench/views/prompt_panel.h"
 #include "app/workbench/views/timeline_view.h"
+#include "app/workbench/views/workload_lab_panel.h"
 #include "profiler/session_recorder.h"
 
 namespace lazyscope::workbench {
@@ -132,6 +133,19 @@ void MainWindow::buildDocks() {
   resizeDocks({corpus_dock, block_dock}, {440, 560}, Qt::Horizontal);
   resizeDocks({block_dock, stats_dock}, {470, 500}, Qt::Vertical);
   resizeDocks({equivalence_dock, timeline_dock}, {110, 150}, Qt::Vertical);
+  // The Workload Lab has its own engine thread; it opens as a large floating window.
+  workload_lab_ = new WorkloadLabPanel(this);
+  workload_dock_ = make_dock(tr("Workload Lab"), QStringLiteral("dock_workload_lab"), workload_lab_, this);
+  addDockWidget(Qt::BottomDockWidgetArea, workload_dock_);
+  workload_dock_->setFloating(true);
+  workload_dock_->resize(1500, 950);
+  workload_dock_->hide();
+}
+
+void MainWindow::showWorkloadLab() {
+  workload_dock_->show();
+  workload_dock_->raise();
+  workload_dock_->activateWindow();
 }
 
 void MainWindow::buildMenus() {
@@ -184,6 +198,8 @@ void MainWindow::buildMenus() {
                    corpus_->selectedModel()->reverse();
                    startRun();
                  });
+  run->addSeparator();
+  run->addAction(tr("&Workload Lab…"), QKeySequence(Qt::CTRL | Qt::Key_L), this, &MainWindow::showWorkloadLab);
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
   for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());

@@ -6,6 +6,7 @@
 #include "app/workbench/command_line.h"
 #include "app/workbench/workbench_types.h"
 
+class QDockWidget;
 class QLabel;
 class QProgressDialog;
 
@@ -18,6 +19,7 @@ class EngineWorker;
 class EquivalenceView;
 class PromptPanel;
 class TimelineView;
+class WorkloadLabPanel;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -56,6 +58,8 @@ class MainWindow : public QMainWindow {
   CacheStatsView* cacheStatsView() { return stats_; }
   TimelineView* timelineView() { return timeline_; }
   EngineWorker* worker() { return worker_; }
+  WorkloadLabPanel* workloadLab() { return workload_lab_; }
+  void showWorkloadLab();
 
  Q_SIGNALS:
   void modelReady(const lazyscope::workbench::ModelInfo& info);
@@ -92,6 +96,8 @@ class MainWindow : public QMainWindow {
   BlockMapView* block_map_ = nullptr;
   CacheStatsView* stats_ = nullptr;
   TimelineView* timeline_ = nullptr;
+  WorkloadLabPanel* workload_lab_ = nullptr;
+  QDockWidget* workload_dock_ = nullptr;
   QLabel* model_label_ = nullptr;
   QLabel* pool_label_ = nullptr;
   QLabel* activity_label_ = nullptr;
