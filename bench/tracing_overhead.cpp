@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/model/config.h"
 #include "engine/runtime/session.h"
 #include "kernels/backend.h"
 #include "kernels/device_trace.h"

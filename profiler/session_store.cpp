@@ -3,9 +3,7 @@
 // (StringIds, CUPTI_ACTIVITY_KIND_*, NVTX_EVENTS, TARGET_INFO_*, META_DATA_EXPORT, ENUM_*), with
 // their names, column names, types and units, so SQL written for nsys exports runs on our reports.
 // docs/report-schema.md documents every table and the mapping.
-#include <fcntl.h>
 #include <sqlite3.h>
-#include <unistd.h>
 
 #include <map>
 #include <set>
@@ -13,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
 #include "kernels/nvtx_ranges.h"
 #include "profiler/session_recorder.h"
@@ -413,21 +412,12 @@ void write_nsys_tables(Db& db, const SessionRecording& r) {
   }
 }
 
-void fsync_path(const std::filesystem::path& path, int flags) {
-  const int fd = ::open(path.c_str(), flags);
-  if (fd < 0) return;
-  ::fsync(fd);
-  ::close(fd);
-}
-
 }  // namespace
 
 void save_session_sqlite(const SessionRecording& r, const std::filesystem::path& path) {
-  const std::filesystem::path tmp = path.string() + ".tmp" + std::to_string(getpid());
-  std::error_code ec;
-  std::filesystem::remove(tmp, ec);
-  try {
-    Db db(tmp, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  AtomicFile file(path, "session report");  // temporary sibling, fsync, rename, folder fsync
+  {
+    Db db(file.temp_path(), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
     db.exec("PRAGMA journal_mode=OFF; BEGIN;");
     db.exec(kOwnSchema);
     db.exec(kNsysSchema);
@@ -435,19 +425,8 @@ void save_session_sqlite(const SessionRecording& r, const std::filesystem::path&
     write_own_tables(db, r);
     write_nsys_tables(db, r);
     db.exec("COMMIT;");
-  } catch (...) {
-    std::filesystem::remove(tmp, ec);
-    throw;
   }
-  // On disk before it takes the report's name; the rename itself is made durable by the directory's fsync.
-  fsync_path(tmp, O_RDONLY);
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw Error(path.string() + ": cannot write the session file (" + ec.message() + ")");
-  }
-  const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
-  fsync_path(dir, O_RDONLY | O_DIRECTORY);
+  file.commit();
 }
 
 SessionRecording load_session_sqlite(const std::filesystem::path& path) {

@@ -45,8 +45,6 @@ TEST(OverheadProbe, CpuGridRowsAreLabelledAndConsistent) {
     EXPECT_LE(r.overhead, r.overhead_p75);
     EXPECT_LE(r.overhead_p75, r.overhead_max);
   }
-  // Four times the keys cost more than twice the time on the reference kernel.
-  EXPECT_GT(rows[1].plain_us, 2.0 * rows[0].plain_us);
   const std::string table = overhead_table(rows);
   EXPECT_NE(table.find("cpu paged_attention"), std::string::npos);
   EXPECT_NE(table.find("| smollm2-135m | 9/3/64 | 16 | 1 | 1024 |"), std::string::npos) << table;

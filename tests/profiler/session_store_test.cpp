@@ -71,11 +71,16 @@ TEST(SessionStore, FailedSaveKeepsThePreviousReport) {
   const auto path = temp("ls-session-keep.db");
   save_session_sqlite(rec, path);
   const auto before = std::filesystem::file_size(path);
-  // A directory where the temporary file would go makes the save fail midway.
-  const auto blocker = std::filesystem::path(path.string() + ".tmp" + std::to_string(getpid()));
-  std::filesystem::create_directories(blocker / "x");
+  // Directories where this process's next temporaries would go (".NAME.tmp-PID-N", base/atomic_file.h)
+  // make the save fail midway.
+  std::vector<std::filesystem::path> blockers;
+  for (int n = 0; n < 1000; ++n) {
+    blockers.push_back(path.parent_path() / ("." + path.filename().string() + ".tmp-" + std::to_string(getpid()) + "-" +
+                                             std::to_string(n)));
+    std::filesystem::create_directories(blockers.back() / "x");
+  }
   EXPECT_THROW(save_session_sqlite(rec, path), Error);
-  std::filesystem::remove_all(blocker);
+  for (const auto& b : blockers) std::filesystem::remove_all(b);
   EXPECT_EQ(std::filesystem::file_size(path), before);
   EXPECT_EQ(load_session_sqlite(path).requests.size(), 2u);
 }
