@@ -2,7 +2,8 @@
 // (Session::submit, CUDA backend, synthetic Llama shapes), untraced and with the CUPTI tracer of
 // `generate --trace-gpu` (kernels, memcpys, memsets, runtime API and driver launches), in one process,
 // timed in alternation (ABBA within every repeat, flipped on odd repeats). The trace is drained after
-// each traced request, outside submit's timers as in the engine; its flush is timed and shown. Every
+// each traced request, outside submit's timers as in the engine; its flush is timed and shown. A third
+// arm traces kernels only (no memcpy/memset or API records), to show what the full set adds. Every
 // request starts from an empty KV cache, so TTFT covers every document encode and the prompt's
 // prefill. Both arms keep the engine's always-on NVTX ranges. Prints a table; run on the GPU machine.
 //
@@ -61,11 +62,15 @@ Request rag_request(int context, int steps, int vocab) {
   return r;
 }
 
-Run run_once(Session& session, const Request& request, bool traced) {
+enum Arm { kUntraced = 0, kFull = 1, kKernelsOnly = 2 };
+
+Run run_once(Session& session, const Request& request, int arm) {
   std::string why;
   std::unique_ptr<DeviceTracer> tracer;
-  if (traced) {
-    tracer = make_device_tracer(&why);
+  if (arm != kUntraced) {
+    DeviceTraceOptions options;
+    options.memory = options.api_calls = arm == kFull;
+    tracer = make_device_tracer(options, &why);
     if (!tracer) throw std::runtime_error("no device trace: " + why);
   }
   session.clear_cache();
@@ -114,12 +119,14 @@ int main(int argc, char** argv) {
     }
     std::printf("# Device-trace overhead (CUPTI: kernels, memcpy, memset, runtime API, driver launches)\n\n");
     std::printf("Same request per shape: prefix 8 + %d documents + query 32 tokens (~%d prompt tokens), %d decode steps, "
-                "empty KV cache before every request; %d repeats, each ABBA (untraced, traced, traced, untraced; "
-                "flipped on odd repeats). Slowdown = median over repeats of the per-repeat ratio, with min..max.\n\n",
+                "empty KV cache before every request; %d repeats, each timing every arm twice in a palindrome (A B C C B A, "
+                "the arms rotated every repeat). Slowdown = median over repeats of the per-repeat ratio to the untraced "
+                "arm, with min..max. Full = what generate --trace-gpu records; kernels = kernel records only.\n\n",
                 std::max(1, context / 1024), context, steps, repeats);
-    std::printf("| shape | untraced decode tok/s | traced decode tok/s | decode slowdown | min..max | untraced TTFT ms | "
-                "traced TTFT ms | TTFT slowdown | min..max | records / request | dropped | flush ms | untraced before CUPTI, tok/s |\n");
-    std::printf("|---|---:|---:|---:|---|---:|---:|---:|---|---:|---:|---:|---:|\n");
+    std::printf("| shape | untraced decode tok/s | full: decode tok/s | decode slowdown | min..max | kernels only: decode "
+                "slowdown | untraced TTFT ms | full: TTFT ms | TTFT slowdown | min..max | kernels only: TTFT slowdown | "
+                "records / request | dropped | flush ms | untraced before CUPTI, tok/s |\n");
+    std::printf("|---|---:|---:|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|\n");
     for (const std::string& shape : shapes) {
       SessionOptions o;
       o.synthetic = shape;
@@ -127,41 +134,43 @@ int main(int argc, char** argv) {
       o.kv_budget_bytes = 4ull << 30;
       Session session(o, nullptr);
       const Request request = rag_request(context, steps, session.config().shape.vocab_size);
-      // Warm-up without CUPTI ever loaded (graph capture, cuBLAS heuristics), then one traced run.
-      run_once(session, request, false);
-      const Run before = run_once(session, request, false);
-      run_once(session, request, true);
-      std::vector<double> decode_ratio, ttft_ratio, plain_tps, traced_tps, plain_ttft, traced_ttft, flush, records;
+      // Warm-up without CUPTI ever loaded (graph capture, cuBLAS heuristics), then one run of each trace.
+      run_once(session, request, kUntraced);
+      const Run before = run_once(session, request, kUntraced);
+      run_once(session, request, kFull);
+      run_once(session, request, kKernelsOnly);
+      std::vector<double> tps[3], ttft[3], decode_ratio[3], ttft_ratio[3], flush, records;
       uint64_t dropped = 0;
       for (int r = 0; r < repeats; ++r) {
-        const bool traced_first = r % 2 == 1;
-        Run runs[4];
-        for (int k = 0; k < 4; ++k) runs[k] = run_once(session, request, (k == 0 || k == 3) == traced_first);
-        const Run& a1 = runs[0];
-        const Run& b1 = runs[1];
-        const Run& b2 = runs[2];
-        const Run& a2 = runs[3];
-        const Run p1 = traced_first ? b1 : a1, p2 = traced_first ? b2 : a2;
-        const Run t1 = traced_first ? a1 : b1, t2 = traced_first ? a2 : b2;
-        const double p_tps = 0.5 * (p1.decode_tps + p2.decode_tps), t_tps = 0.5 * (t1.decode_tps + t2.decode_tps);
-        const double p_ttft = 0.5 * (p1.ttft_ms + p2.ttft_ms), t_ttft = 0.5 * (t1.ttft_ms + t2.ttft_ms);
-        plain_tps.push_back(p_tps);
-        traced_tps.push_back(t_tps);
-        plain_ttft.push_back(p_ttft);
-        traced_ttft.push_back(t_ttft);
-        decode_ratio.push_back(p_tps / t_tps - 1.0);  // time per token, traced over untraced
-        ttft_ratio.push_back(t_ttft / p_ttft - 1.0);
-        flush.push_back(0.5 * (t1.flush_ms + t2.flush_ms));
-        records.push_back(0.5 * double(t1.records + t2.records));
-        dropped += t1.dropped + t2.dropped;
+        const int order[3] = {r % 3, (r + 1) % 3, (r + 2) % 3};
+        Run sum[3];
+        for (int k = 0; k < 6; ++k) {
+          const int arm = order[k < 3 ? k : 5 - k];
+          const Run run = run_once(session, request, arm);
+          sum[arm].decode_tps += 0.5 * run.decode_tps;
+          sum[arm].ttft_ms += 0.5 * run.ttft_ms;
+          sum[arm].flush_ms += 0.5 * run.flush_ms;
+          sum[arm].records += run.records / 2;
+          sum[arm].dropped += run.dropped;
+        }
+        for (int arm = 0; arm < 3; ++arm) {
+          tps[arm].push_back(sum[arm].decode_tps);
+          ttft[arm].push_back(sum[arm].ttft_ms);
+          decode_ratio[arm].push_back(sum[kUntraced].decode_tps / sum[arm].decode_tps - 1.0);  // time per token
+          ttft_ratio[arm].push_back(sum[arm].ttft_ms / sum[kUntraced].ttft_ms - 1.0);
+        }
+        flush.push_back(sum[kFull].flush_ms);
+        records.push_back(double(sum[kFull].records));
+        dropped += sum[kFull].dropped + sum[kKernelsOnly].dropped;
       }
-      std::printf("| %s | %.1f | %.1f | %+.2f %% | %+.2f .. %+.2f %% | %.1f | %.1f | %+.2f %% | %+.2f .. %+.2f %% | %.0f | "
-                  "%llu | %.2f | %.1f |\n",
-                  shape.c_str(), median(plain_tps), median(traced_tps), 100.0 * median(decode_ratio),
-                  100.0 * quantile(decode_ratio, 0.0), 100.0 * quantile(decode_ratio, 1.0), median(plain_ttft),
-                  median(traced_ttft), 100.0 * median(ttft_ratio), 100.0 * quantile(ttft_ratio, 0.0),
-                  100.0 * quantile(ttft_ratio, 1.0), median(records), static_cast<unsigned long long>(dropped),
-                  median(flush), before.decode_tps);
+      std::printf("| %s | %.1f | %.1f | %+.2f %% | %+.2f .. %+.2f %% | %+.2f %% | %.1f | %.1f | %+.2f %% | %+.2f .. %+.2f %% | "
+                  "%+.2f %% | %.0f | %llu | %.2f | %.1f |\n",
+                  shape.c_str(), median(tps[kUntraced]), median(tps[kFull]), 100.0 * median(decode_ratio[kFull]),
+                  100.0 * quantile(decode_ratio[kFull], 0.0), 100.0 * quantile(decode_ratio[kFull], 1.0),
+                  100.0 * median(decode_ratio[kKernelsOnly]), median(ttft[kUntraced]), median(ttft[kFull]),
+                  100.0 * median(ttft_ratio[kFull]), 100.0 * quantile(ttft_ratio[kFull], 0.0),
+                  100.0 * quantile(ttft_ratio[kFull], 1.0), 100.0 * median(ttft_ratio[kKernelsOnly]), median(records),
+                  static_cast<unsigned long long>(dropped), median(flush), before.decode_tps);
       std::fflush(stdout);
     }
     std::printf("\nDecode slowdown compares time per token (untraced tok/s / traced tok/s - 1); target <= 3 %%.\n");

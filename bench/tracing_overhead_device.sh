@@ -37,6 +37,10 @@ show("API -> kernel join on correlationId", """SELECT n.value, r.eventClass, COU
   JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId JOIN StringIds n ON n.id = r.nameId GROUP BY n.value, r.eventClass""")
 show("kernels with no launch record / total", """SELECT (SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k WHERE NOT EXISTS
   (SELECT 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME r WHERE r.correlationId = k.correlationId)), (SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL)""")
+show("kernels with no launch record, by name", """SELECT s.value, COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName
+  WHERE NOT EXISTS (SELECT 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME r WHERE r.correlationId = k.correlationId) GROUP BY s.value""")
+show("thread ids: NVTX vs API records", """SELECT (SELECT group_concat(DISTINCT globalTid % 0x1000000) FROM NVTX_EVENTS),
+  (SELECT group_concat(DISTINCT globalTid % 0x1000000) FROM CUPTI_ACTIVITY_KIND_RUNTIME)""")
 show("correlation ids with more than one API record", """SELECT COUNT(*) FROM (SELECT correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME
   GROUP BY correlationId HAVING COUNT(*) > 1)""")
 show("graph kernels (graphNodeId set) by launch API", """SELECT n.value, COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k

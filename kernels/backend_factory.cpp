@@ -39,14 +39,17 @@ std::unique_ptr<Backend> make_backend_for(BackendKind kind, const ModelShape& sh
   return make_backend(BackendKind::Cpu, cpu_threads);
 }
 
-std::unique_ptr<DeviceTracer> make_device_tracer(std::string* why) {
+std::unique_ptr<DeviceTracer> make_device_tracer(std::string* why) { return make_device_tracer(DeviceTraceOptions{}, why); }
+
+std::unique_ptr<DeviceTracer> make_device_tracer(const DeviceTraceOptions& options, std::string* why) {
 #ifdef LAZYSCOPE_HAVE_CUDA
   if (cuda_device_count() == 0) {
     if (why) *why = "no CUDA GPU is visible on this machine";
     return nullptr;
   }
-  return cuda::make_cupti_tracer(why);
+  return cuda::make_cupti_tracer(options, why);
 #else
+  (void)options;
   if (why) *why = "this build of LazyScope has no CUDA backend (nvcc was not found)";
   return nullptr;
 #endif

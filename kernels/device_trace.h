@@ -161,8 +161,15 @@ class DeviceRange {
   DeviceTracer* tracer_;
 };
 
+// What the CUPTI tracer records besides kernels (bench/tracing_overhead.cpp measures each set).
+struct DeviceTraceOptions {
+  bool memory = true;     // memcpy and memset records
+  bool api_calls = true;  // runtime API calls and the driver's launch calls (the correlation ids' other side)
+};
+
 // The CUPTI tracer when this build has CUDA and CUPTI and a GPU is visible; otherwise null, with
 // the reason in *why. One tracer at a time per process (CUPTI's activity buffers are global).
 std::unique_ptr<DeviceTracer> make_device_tracer(std::string* why);
+std::unique_ptr<DeviceTracer> make_device_tracer(const DeviceTraceOptions& options, std::string* why);
 
 }  // namespace lazyscope

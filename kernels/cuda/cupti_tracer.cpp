@@ -117,14 +117,24 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* b
   append(g_pending.api_calls, batch.api_calls);
 }
 
-const CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                     CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_RUNTIME};
+const CUpti_ActivityKind kAllKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                        CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_RUNTIME};
 // Driver calls that launch kernels: cuBLAS(Lt) launches through these, not through the runtime.
-const CUpti_CallbackId kDriverLaunches[] = {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
-                                            CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx};
+const CUpti_CallbackId kDriverLaunches[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,           CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,         CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,            CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz};
+
+std::vector<CUpti_ActivityKind> kinds_for(const DeviceTraceOptions& o) {
+  std::vector<CUpti_ActivityKind> kinds{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL};
+  if (o.memory) kinds.insert(kinds.end(), {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET});
+  if (o.api_calls) kinds.push_back(CUPTI_ACTIVITY_KIND_RUNTIME);
+  return kinds;
+}
 
 void disable_all() {
-  for (CUpti_ActivityKind kind : kKinds) cuptiActivityDisable(kind);
+  for (CUpti_ActivityKind kind : kAllKinds) cuptiActivityDisable(kind);
   for (CUpti_CallbackId cbid : kDriverLaunches) cuptiActivityEnableDriverApi(cbid, 0);
 }
 
@@ -224,21 +234,26 @@ class CuptiTracer final : public HostRangeTracer {
 
 }  // namespace
 
-std::unique_ptr<DeviceTracer> make_cupti_tracer(std::string* why) {
+std::unique_ptr<DeviceTracer> make_cupti_tracer(const DeviceTraceOptions& options, std::string* why) {
   bool expected = false;
   if (!g_active.compare_exchange_strong(expected, true)) {
     if (why) *why = "another device trace is already running in this process";
     return nullptr;
   }
-  CUptiResult result = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
-  const char* failed = "cuptiActivityRegisterCallbacks";
-  for (CUpti_ActivityKind kind : kKinds) {
+  // API records carry the OS thread id (gettid), the id NVTX_EVENTS and Nsight Systems use.
+  CUptiResult result = cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+  const char* failed = "cuptiSetThreadIdType";
+  if (result == CUPTI_SUCCESS) {
+    result = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+    failed = "cuptiActivityRegisterCallbacks";
+  }
+  for (CUpti_ActivityKind kind : kinds_for(options)) {
     if (result != CUPTI_SUCCESS) break;
     result = cuptiActivityEnable(kind);
     failed = "cuptiActivityEnable";
   }
   for (CUpti_CallbackId cbid : kDriverLaunches) {
-    if (result != CUPTI_SUCCESS) break;
+    if (result != CUPTI_SUCCESS || !options.api_calls) break;
     result = cuptiActivityEnableDriverApi(cbid, 1);
     failed = "cuptiActivityEnableDriverApi";
   }
@@ -258,7 +273,7 @@ std::unique_ptr<DeviceTracer> make_cupti_tracer(std::string* why) {
   return std::make_unique<CuptiTracer>();
 }
 #else
-std::unique_ptr<DeviceTracer> make_cupti_tracer(std::string* why) {
+std::unique_ptr<DeviceTracer> make_cupti_tracer(const DeviceTraceOptions&, std::string* why) {
   if (why) *why = "this build has no CUPTI (the CUDA toolkit's libcupti was not found at configure time)";
   return nullptr;
 }
