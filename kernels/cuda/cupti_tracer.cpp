@@ -4,7 +4,7 @@
 // ranges and their NVTX twins come from HostRangeTracer. CUPTI timestamps are moved onto
 // std::chrono::steady_clock with one offset taken when the tracer starts. Records are copied out of
 // CUPTI's buffers as they complete; kernel names are demangled once per symbol at drain time, after
-// the request's timers stopped.
+// the request's timers stopped. Destroying the tracer detaches CUPTI from the process.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -194,8 +194,12 @@ class CuptiTracer final : public HostRangeTracer {
   CuptiTracer() : gpus_(visible_gpus()) {}
 
   ~CuptiTracer() override {
+    // Detach CUPTI entirely (cuptiFinalize, after the synchronisation and flush it requires): a
+    // process that stops tracing runs at its untraced speed again, not with CUPTI's hooks left in.
+    cudaDeviceSynchronize();
     cuptiActivityFlushAll(1);
     disable_all();
+    cuptiFinalize();
     {
       std::lock_guard lock(g_mutex);
       g_pending = DeviceActivity{};
