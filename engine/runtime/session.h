@@ -31,7 +31,7 @@ struct SessionOptions {
   std::size_t kv_budget_bytes = 64ull << 20;
   int block_size = 16;
   int cpu_threads = 0;                   // 0 = all cores
-  bool trace_device = false;             // CUPTI kernel trace + NVTX ranges (CUDA backend only)
+  bool trace_device = false;             // CUPTI device trace (CUDA backend only); NVTX ranges are always on
 };
 
 struct RunOptions {
