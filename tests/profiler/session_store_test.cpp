@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <fstream>
+#include <vector>
 
 #include "engine/runtime/session.h"
 #include "base/error.h"
@@ -27,10 +29,11 @@ SessionRecording record_two_requests() {
   r.document_ids = {std::vector<int32_t>(18, 30), std::vector<int32_t>(5, 31)};
   r.query_ids = std::vector<int32_t>{4, 5};
   r.max_new_tokens = 3;
-  session.submit(r, RunOptions{});
-  r.order = {1, 0};
+  // Every policy has its own pool: materialized hits (and copies) only what it encoded itself.
   RunOptions mat;
   mat.policy = Policy::Materialized;
+  session.submit(r, mat);
+  r.order = {1, 0};
   session.submit(r, mat);
   return rec.snapshot();
 }
@@ -71,12 +74,11 @@ TEST(SessionStore, FailedSaveKeepsThePreviousReport) {
   const auto path = temp("ls-session-keep.db");
   save_session_sqlite(rec, path);
   const auto before = std::filesystem::file_size(path);
-  // Directories where this process's next temporaries would go (".NAME.tmp-PID-N", base/atomic_file.h)
-  // make the save fail midway.
+  // Directories where this process's temporary files would go make the save fail midway.
   std::vector<std::filesystem::path> blockers;
   for (int n = 0; n < 1000; ++n) {
-    blockers.push_back(path.parent_path() / ("." + path.filename().string() + ".tmp-" + std::to_string(getpid()) + "-" +
-                                             std::to_string(n)));
+    blockers.push_back(path.parent_path() / ("." + path.filename().string() + ".tmp-" + std::to_string(getpid()) +
+                                             "-" + std::to_string(n)));
     std::filesystem::create_directories(blockers.back() / "x");
   }
   EXPECT_THROW(save_session_sqlite(rec, path), Error);
