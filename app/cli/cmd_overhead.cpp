@@ -6,6 +6,7 @@
 
 #include "app/cli/commands.h"
 #include "base/error.h"
+#include "kernels/synthetic_shapes.h"
 #include "profiler/overhead_probe.h"
 #include "profiler/session_recorder.h"
 
@@ -91,9 +92,10 @@ void add_overhead_command(CLI::App& app) {
   auto a = std::make_shared<OverheadArgs>();
   CLI::App* cmd = app.add_subcommand(
       "overhead", "Lazy-overhead probe: plain vs lazy decode attention at a grid of shapes, timed ABBA (docs/profiling.md)");
+  std::string names;
+  for (const std::string& n : synthetic_shape_names()) names += (names.empty() ? "" : ", ") + n;
   cmd->add_option("--shapes", a->shapes,
-                  "Comma-separated attention shapes: model shape names (tiny, small, smollm2-135m, llama-3.2-1b, "
-                  "llama-3.1-8b) or HEADS/KV_HEADS/HEAD_DIM")
+                  "Comma-separated attention shapes: model shape names (" + names + ") or HEADS/KV_HEADS/HEAD_DIM")
       ->capture_default_str();
   cmd->add_option("--contexts", a->contexts, "Comma-separated keys per sequence")->capture_default_str();
   cmd->add_option("--batches", a->batches, "Comma-separated sequences per call (one query each)")->capture_default_str();

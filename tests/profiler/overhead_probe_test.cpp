@@ -66,7 +66,7 @@ TEST(OverheadProbe, BadShapesAndOptionsNameTheProblem) {
     run_overhead_probe(o);
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown synthetic model 'big'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("unknown model shape 'big'"), std::string::npos) << e.what();
   }
   o = small_cpu_grid();
   o.repeats = 1;
