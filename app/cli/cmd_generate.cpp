@@ -220,6 +220,8 @@ void run_generate(const GenerateArgs& args) {
       run.mode = modes[i];
       run.policy = policies[i];
       run.max_new_tokens = args.max_new_tokens;
+      // Logits only for a dump or a comparison; otherwise decode greedily on the device.
+      run.keep_logits = !args.dump_logits.empty() || policies.size() > 1;
       results.push_back(session.submit(prepared, run));
       print_result(results.back());
       if (!args.dump_logits.empty()) {
