@@ -14,6 +14,7 @@
 #include <QSettings>
 #include <QStatusBar>
 #include <QTimer>
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -101,6 +102,8 @@ MainWindow::MainWindow(const WorkbenchOptions& options, QWidget* parent)
 
   connect(welcome_, &WelcomePage::askSampleQuestion, this, &MainWindow::askSampleQuestion);
   connect(welcome_, &WelcomePage::reorderAndRerun, this, &MainWindow::reorderAndRerun);
+  connect(welcome_, &WelcomePage::contentChanged, this, &MainWindow::fitWelcome,
+          Qt::QueuedConnection);
   connect(prompt_, &PromptPanel::runRequested, this, [this] { startRun(); });
   connect(prompt_, &PromptPanel::stopRequested, this, &MainWindow::stopRun);
   connect(corpus_, &CorpusPanel::questionChanged, prompt_, &PromptPanel::setQuery);
@@ -189,6 +192,7 @@ void MainWindow::buildDocks() {
   resizeDocks({corpus_dock, block_dock}, {440, 560}, Qt::Horizontal);
   resizeDocks({block_dock, stats_dock}, {470, 500}, Qt::Vertical);
   resizeDocks({equivalence_dock, timeline_dock}, {110, 150}, Qt::Vertical);
+
 }
 
 void MainWindow::buildMenus() {
@@ -622,6 +626,16 @@ void MainWindow::showWelcome() {
   auto* dock = findChild<QDockWidget*>(QStringLiteral("dock_welcome"));
   dock->show();
   dock->raise();
+}
+
+void MainWindow::fitWelcome() {
+  // A strip as tall as its text: the panels below keep the room.
+  auto* dock = findChild<QDockWidget*>(QStringLiteral("dock_welcome"));
+  const int width = welcome_->width() > 0 ? welcome_->width() : this->width();
+  const int content = welcome_->hasHeightForWidth() ? welcome_->heightForWidth(width)
+                                                    : welcome_->sizeHint().height();
+  const int title = dock->height() - welcome_->height();
+  resizeDocks({dock}, {content + std::max(title, 0)}, Qt::Vertical);
 }
 
 void MainWindow::updateWelcome() { welcome_->setBusy(!model_loaded_ || busy_ || run_in_flight_); }

@@ -95,6 +95,7 @@ class MainWindow : public QMainWindow {
   void askSampleQuestion();
   void reorderAndRerun();
   void updateWelcome();
+  void fitWelcome();
   void rebuildRecentReports();
   void rememberSession(const ModelInfo& info);
 

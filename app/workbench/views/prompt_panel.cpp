@@ -106,7 +106,6 @@ void PromptPanel::rebuildColumns() {
     mono.setPointSizeF(mono.pointSizeF() * 1.05);
     w.text->setFont(mono);
     w.status = new QLabel(box);
-    w.status->setStyleSheet(QStringLiteral("color:#444"));
     v->addWidget(w.title);
     v->addWidget(w.text, 1);
     v->addWidget(w.status);

@@ -3,6 +3,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
+#include <QSizePolicy>
 #include <QVBoxLayout>
 
 namespace lazyscope::workbench {
@@ -35,20 +36,17 @@ WelcomePage::WelcomePage(QWidget* parent) : QWidget(parent) {
   connect(reorder_, &QPushButton::clicked, this, &WelcomePage::reorderAndRerun);
   connect(workload_, &QPushButton::clicked, this, &WelcomePage::openWorkload);
 
-  auto* buttons = new QVBoxLayout;
-  buttons->setSpacing(4);
-  buttons->addWidget(ask_);
-  buttons->addWidget(reorder_);
-  buttons->addWidget(workload_);
-  buttons->addStretch(1);
   auto* text = new QVBoxLayout;
+  text->setSpacing(2);
   text->addWidget(explanation_);
   text->addWidget(summary_);
   text->addStretch(1);
   auto* layout = new QHBoxLayout(this);
-  layout->setContentsMargins(10, 6, 10, 6);
+  layout->setContentsMargins(10, 4, 10, 4);
   layout->addLayout(text, 1);
-  layout->addLayout(buttons);
+  for (QPushButton* button : {ask_, reorder_, workload_})
+    layout->addWidget(button, 0, Qt::AlignTop);
+  setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Maximum);
   setWorkloadAvailable(false);
   refresh();
 }
@@ -66,6 +64,7 @@ void WelcomePage::setBusy(bool busy) {
 void WelcomePage::setSummary(const QString& html) {
   summary_->setText(html);
   summary_->setVisible(!html.isEmpty());
+  Q_EMIT contentChanged();
 }
 
 void WelcomePage::setWorkloadAvailable(bool available, const QString& tooltip) {
@@ -86,26 +85,25 @@ void WelcomePage::refresh() {
     case Stage::Fresh:
       explanation_->setText(
           tr("<b>Start here.</b> LazyScope answers a question from retrieved passages and shows "
-             "how each cache policy stores their KV: <b>lazy</b> keeps one copy of every passage "
-             "and shifts the query inside attention; <b>materialized</b> (Block-Attention) makes "
-             "a re-rotated copy for every new position. Press <i>Ask a sample question</i> for "
-             "a first, cold run."));
+             "how each cache policy keeps their KV: <b>lazy</b> stores every passage once and "
+             "shifts the query inside attention; <b>materialized</b> (Block-Attention) writes a "
+             "re-rotated copy wherever a passage moves. Press <i>Ask a sample question</i> for a "
+             "first, cold run."));
       break;
     case Stage::Asked:
       explanation_->setText(
-          tr("<b>Cold run done.</b> Both policies encoded every passage into their own pools, so "
-             "neither had hits. Now press <i>Reorder and re-run</i>: the same passages in reverse "
-             "order. Watch the <b>KV block map</b> (green rings: reused, magenta: copied) and "
-             "<b>Cache stats</b>."));
+          tr("<b>Cold run done:</b> below, what each policy found in its own pool. Now press "
+             "<i>Reorder and re-run</i>: the same passages in reverse order. Watch the <b>KV "
+             "block map</b> (green rings: reused, magenta: copied) and <b>Cache stats</b>."));
       break;
     case Stage::Reordered:
       explanation_->setText(
-          tr("<b>Reordered run done.</b> Lazy served every passage from the blocks it already had, "
-             "with no copies; materialized found them too but had to write a re-rotated copy of "
-             "each. The <b>Equivalence</b> strip shows both still give the same logits. Reorder "
-             "again, or drag passages in the prompt list and press Run (Ctrl+Return)."));
+          tr("<b>Reordered run done:</b> below, what each policy found and copied. Lazy reads "
+             "a moved passage's blocks where they are; materialized must write a re-rotated copy "
+             "of each. The <b>Equivalence</b> strip compares their logits step by step."));
       break;
   }
+  Q_EMIT contentChanged();
 }
 
 }  // namespace lazyscope::workbench

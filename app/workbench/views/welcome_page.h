@@ -32,6 +32,8 @@ class WelcomePage : public QWidget {
   void askSampleQuestion();
   void reorderAndRerun();
   void openWorkload();
+  // The text changed: the page may need another height.
+  void contentChanged();
 
  private:
   void refresh();
