@@ -18,7 +18,6 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 
 #include "app/workbench/corpus_source.h"
 #include "app/workbench/engine_worker.h"
@@ -35,6 +34,8 @@
 #include "app/workbench/views/timeline_view.h"
 #include "app/workbench/views/welcome_page.h"
 #include "app/workbench/workbench_settings.h"
+#include "base/atomic_file.h"
+#include "base/output_guard.h"
 #include "profiler/session_recorder.h"
 
 namespace lazyscope::workbench {
@@ -497,7 +498,19 @@ void MainWindow::refreshTimeline() { timeline_->setRecording(worker_->recordingS
 
 bool MainWindow::exportSessionReport(const QString& path) {
   try {
-    save_session_sqlite(worker_->recordingSnapshot(), std::filesystem::path(path.toStdString()));
+    // Replaces an earlier report, never another kind of file (a corpus store, a model file).
+    const std::filesystem::path target(path.toStdString());
+    OutputGuard guard;
+    guard.output(target, "report", "session report", [](const std::filesystem::path& p) {
+      try {
+        (void)load_session_sqlite(p);
+        return true;
+      } catch (const std::exception&) {
+        return false;
+      }
+    });
+    guard.check();
+    save_session_sqlite(worker_->recordingSnapshot(), target);
   } catch (const std::exception& e) {
     showError(tr("Could not export the session report to %1").arg(path), QString::fromUtf8(e.what()));
     return false;
@@ -535,29 +548,17 @@ void MainWindow::rebuildRecentReports() {
 }
 
 bool MainWindow::exportTrace(const QString& path) {
-  const std::string json = chrome_trace_json(worker_->recordingSnapshot());
-  // Written whole to a temporary file and renamed, like the SQLite report.
-  const std::filesystem::path target(path.toStdString());
-  std::filesystem::path temp = target;
-  temp += ".partial";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out.write(json.data(), std::streamsize(json.size()));
-    out.close();
-    if (!out) {
-      std::error_code ignored;
-      std::filesystem::remove(temp, ignored);
-      showError(tr("Could not export the trace to %1").arg(path),
-                tr("Writing %1 failed.").arg(QString::fromStdString(temp.string())));
-      return false;
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(temp, target, ec);
-  if (ec) {
-    std::filesystem::remove(temp, ec);
-    showError(tr("Could not export the trace to %1").arg(path),
-              QString::fromStdString(ec.message()));
+  try {
+    const std::filesystem::path target(path.toStdString());
+    OutputGuard guard;
+    guard.output(target, "trace", "Chrome trace", [](const std::filesystem::path& p) {
+      return is_json_object_with_keys(p, {"traceEvents"});
+    });
+    guard.check();
+    // Written whole to a temporary sibling, fsync'd and renamed, like the SQLite report.
+    write_file_atomically(target, chrome_trace_json(worker_->recordingSnapshot()), "trace");
+  } catch (const std::exception& e) {
+    showError(tr("Could not export the trace to %1").arg(path), QString::fromUtf8(e.what()));
     return false;
   }
   statusBar()->showMessage(tr("Trace written to %1").arg(path), 5000);

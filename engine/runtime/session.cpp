@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "base/error.h"
+#include "base/limits.h"
 #include "engine/kv/cache_manager.h"
 #include "engine/model/model_loader.h"
 #include "kernels/synthetic_shapes.h"
@@ -109,6 +110,8 @@ Session::Session(const SessionOptions& options, EventSink* sink, const ProgressF
     impl_->synthetic = true;
     impl_->model.config.shape = synthetic_shape(options.synthetic);
     impl_->model.config.name = "synthetic " + options.synthetic;
+    // Random weights have no trained context; allow what the largest real shape (Llama 3.1) has.
+    impl_->model.config.max_position_embeddings = 131072;
     impl_->model.identity = "synthetic:" + options.synthetic + ":" + std::to_string(options.synthetic_seed);
     impl_->backend = make_backend_for(options.backend, impl_->model.config.shape, options.cpu_threads, &impl_->note);
     if (progress) progress(0.1, "making synthetic weights on " + impl_->backend->name());
@@ -212,6 +215,16 @@ RunResult Session::submit(const PreparedRequest& prepared, const RunOptions& opt
   PolicyPool& pool = im.pool(options.policy);
   KvCacheManager& cache = *pool.cache;
   const int block_size = cache.block_size();
+  // Positions past the model's context were never trained: refuse the prompt before any work,
+  // and stop generating where the context ends.
+  const int64_t context = im.model.config.max_position_embeddings;
+  if (layout.total_tokens() > context) {
+    throw Error("the prompt is " + std::to_string(layout.total_tokens()) +
+                " tokens; the model's context (max_position_embeddings) holds " + std::to_string(context));
+  }
+  const int64_t requested_new = options.max_new_tokens >= 0 ? options.max_new_tokens : prepared.max_new_tokens;
+  check_range<int64_t>("max_new_tokens", requested_new, 0, limits::kMaxNewTokens);
+  const int max_new = int(std::min<int64_t>(requested_new, context - layout.total_tokens()));
   RequestPlan plan = cache.plan(layout, options.mode, options.policy);
 
   RunResult result;
@@ -220,7 +233,6 @@ RunResult Session::submit(const PreparedRequest& prepared, const RunOptions& opt
   result.backend = im.backend->name();
   result.prompt_tokens = layout.total_tokens();
   result.prompt_ids = prompt_ids(layout);
-  const int max_new = options.max_new_tokens >= 0 ? options.max_new_tokens : prepared.max_new_tokens;
   auto cancelled = [&] { return options.cancel && options.cancel->load(); };
   try {
     for (const Placement& p : plan.placements) {
