@@ -77,7 +77,8 @@ class StreamingObserver final : public ServingObserver, public EventSink {
         switch (kind) {
           case SegmentKind::Prefix: cell = PoolCell::Prefix; break;
           case SegmentKind::Document: cell = b.refcount > 0 ? PoolCell::DocumentHeld : PoolCell::DocumentCached; break;
-          case SegmentKind::Copy: cell = PoolCell::Copy; break;
+          // A copy held by its request; positional copies stay cached at their position after it.
+          case SegmentKind::Copy: cell = b.refcount > 0 ? PoolCell::Copy : PoolCell::DocumentCached; break;
           case SegmentKind::Query: cell = PoolCell::Query; break;
         }
       }

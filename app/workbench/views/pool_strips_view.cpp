@@ -127,7 +127,7 @@ void PoolStripsView::paintEvent(QPaintEvent* event) {
   if (QRect(0, ly, width(), 18).intersects(event->rect())) {
     int x = 4;
     const std::pair<PoolCell, QString> legend[] = {
-        {PoolCell::DocumentCached, tr("cached document")}, {PoolCell::DocumentHeld, tr("document in use (shared)")},
+        {PoolCell::DocumentCached, tr("cached document (or positional copy)")}, {PoolCell::DocumentHeld, tr("document in use (shared)")},
         {PoolCell::Copy, tr("copy held by its request")},  {PoolCell::Query, tr("query / generated")},
         {PoolCell::Prefix, tr("prefix")},                   {PoolCell::Evicted, tr("evicted just now")},
         {PoolCell::Free, tr("free")}};

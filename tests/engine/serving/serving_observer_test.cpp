@@ -58,7 +58,7 @@ TEST(ServingObserver, SeesTheCacheAndItsBlockEvents) {
   for (Policy policy : {Policy::Materialized, Policy::Lazy}) {
     PoolObserver o;
     o.expected_policy = to_string(policy);
-    const ServingResult r = engine.run(workload, 40ll << 20, policy, SchedulerOptions{}, &o);
+    const ServingResult r = engine.run(workload, 96ll << 20, policy, SchedulerOptions{}, &o);
     EXPECT_EQ(o.starts, 1);
     EXPECT_EQ(o.ends, 1);
     EXPECT_EQ(o.held_at_end, 0);
