@@ -22,7 +22,7 @@ bool parse_command_line(const QStringList& arguments, WorkbenchOptions* options,
                                   "Corpus SQLite store (lazyscope-cli corpus import).", "DB");
   const QCommandLineOption backend("backend", "Compute backend: auto, cpu or cuda.",
                                    "auto|cpu|cuda", "auto");
-  const QCommandLineOption budget("kv-budget", "KV pool size, e.g. 64MiB, 1GiB; auto: ~640 blocks.",
+  const QCommandLineOption budget("kv-budget", "KV pool size per policy (every policy has its own pool), e.g. 64MiB, 1GiB; auto: 256 blocks each.",
                                   "BYTES", "auto");
   const QCommandLineOption screenshot("screenshot", "Save the window to FILE (PNG) and quit.",
                                       "FILE");

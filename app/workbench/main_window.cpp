@@ -20,7 +20,7 @@
 
 #include "app/workbench/corpus_source.h"
 #include "app/workbench/engine_worker.h"
-#include "app/workbench/model_locator.h"
+#include "app/workbench/workbench_resources.h"
 #include "app/workbench/models/cache_stats_model.h"
 #include "app/workbench/views/block_map_view.h"
 #include "app/workbench/views/cache_stats_view.h"

@@ -50,6 +50,8 @@ struct DeviceStep {
     for (BlockRef& r : table) r.block += first_block;
     step = ForwardStep{task.tokens, task.positions, slots, table, task.lazy, want_logits};
   }
+  DeviceStep(const DeviceStep&) = delete;  // `step` views this object's own arrays
+  DeviceStep& operator=(const DeviceStep&) = delete;
 };
 
 }  // namespace
