@@ -58,9 +58,7 @@ PromptPanel::PromptPanel(QWidget* parent) : QWidget(parent) {
          "system text, documents and query as typed"));
   auto* chat_row = new QHBoxLayout;
   chat_row->addWidget(chat_);
-  chat_row->addWidget(new QLabel(tr("<small>the engine prepares the prompt the same way for the "
-                                    "CLI and every policy column</small>"),
-                                 this));
+  chat_row->addWidget(new QLabel(tr("<small>prepared by the engine, as in lazyscope-cli</small>"), this));
   chat_row->addStretch();
   form->addRow(tr("Chat template:"), chat_row);
   layout->addLayout(form);
