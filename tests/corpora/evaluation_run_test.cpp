@@ -1,0 +1,243 @@
+#include "corpora/evaluation_run.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "corpora/document_store.h"
+#include "corpora/sample_corpus.h"
+#include "corpora/temp_dir.h"
+#include "engine/runtime/session.h"
+#include "support/tiny_model.h"
+
+namespace lazyscope::corpora {
+namespace {
+
+using testing::error_of;
+
+std::vector<EvalConfig> three_configs() {
+  return {
+      {Mode::Full, Policy::None}, {Mode::Block, Policy::Lazy}, {Mode::Block, Policy::Materialized}};
+}
+
+EvalReport run_tiny(const DocumentStore& store, int questions,
+                    std::vector<std::unique_ptr<Session>>& sessions) {
+  QuestionSet set = sample_question_set();
+  limit_questions(set, questions);
+  EvalOptions options;
+  options.max_new_tokens = 6;
+  EvaluationRunner runner(store, set, three_configs(), options);
+  SessionOptions so;
+  so.model = lazyscope::testing::tiny_model_dir();
+  so.backend = BackendKind::Cpu;
+  std::vector<Session*> pointers;
+  for (std::size_t i = 0; i < runner.configs().size(); ++i) {
+    sessions.push_back(std::make_unique<Session>(so));
+    pointers.push_back(sessions.back().get());
+  }
+  return runner.run(pointers);
+}
+
+TEST(EvaluationRun, FiveSampleQuestionsGiveTheJsonShapeAndTheSameFiguresTwice) {
+  DocumentStore store =
+      DocumentStore::open(default_sample_corpus_db(), DocumentStore::Mode::read_only);
+  std::vector<std::unique_ptr<Session>> first_sessions, second_sessions;
+  const EvalReport first = run_tiny(store, 5, first_sessions);
+  const EvalReport second = run_tiny(store, 5, second_sessions);
+  ASSERT_EQ(first.questions.size(), 5u);
+  EXPECT_FALSE(first.cancelled);
+
+  const nlohmann::json j = report_json(first);
+  for (const char* key :
+       {"question_source", "corpus", "model", "backend", "chat_template", "retrieval", "k",
+        "max_new_tokens", "planned_questions", "finished_questions", "cancelled", "metrics",
+        "configurations", "lazy_vs_materialized", "questions"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["finished_questions"], 5);
+  ASSERT_EQ(j["configurations"].size(), 3u);
+  EXPECT_EQ(j["configurations"][0]["key"], "full/none");
+  EXPECT_EQ(j["configurations"][1]["key"], "block/lazy");
+  for (const auto& c : j["configurations"]) {
+    for (const char* key :
+         {"questions", "exact_match", "contains", "f1", "recall_at_k", "token_hit_ratio",
+          "document_hit_ratio", "ttft_p50_ms", "output_tokens_per_s", "all_tokens_per_s"}) {
+      EXPECT_TRUE(c.contains(key)) << key;
+    }
+    EXPECT_EQ(c["questions"], 5);
+    EXPECT_GT(c["ttft_p50_ms"].get<double>(), 0.0);
+    EXPECT_GT(c["output_tokens_per_s"].get<double>(), 0.0);
+  }
+  ASSERT_EQ(j["questions"].size(), 5u);
+  const auto& q0 = j["questions"][0];
+  EXPECT_EQ(q0["id"], "q001");
+  EXPECT_EQ(q0["gold_answers"][0], "Brannock");
+  EXPECT_EQ(q0["passages"].size(), 4u);  // k = 4
+  for (const char* key : {"full/none", "block/lazy", "block/materialized"}) {
+    ASSERT_TRUE(q0["answers"].contains(key)) << key;
+    EXPECT_TRUE(q0["answers"][key].contains("answer"));
+    EXPECT_EQ(q0["answers"][key]["generated_tokens"].get<int>(),
+              int(q0["answers"][key]["ids"].size()));
+  }
+  EXPECT_TRUE(j["lazy_vs_materialized"]["checked"].get<bool>());
+  EXPECT_TRUE(j["lazy_vs_materialized"]["identical"].get<bool>());  // exact fp32 on the CPU
+
+  // Everything but the clocks is the same on a second run with fresh sessions.
+  const auto a = first.summaries();
+  const auto b = second.summaries();
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].exact_match, b[i].exact_match);
+    EXPECT_EQ(a[i].contains, b[i].contains);
+    EXPECT_EQ(a[i].f1, b[i].f1);
+    EXPECT_EQ(a[i].recall, b[i].recall);
+    EXPECT_EQ(a[i].token_hit_ratio, b[i].token_hit_ratio);
+    EXPECT_EQ(a[i].document_hit_ratio, b[i].document_hit_ratio);
+  }
+  for (std::size_t q = 0; q < first.questions.size(); ++q) {
+    EXPECT_EQ(first.questions[q].passage_ids, second.questions[q].passage_ids);
+    for (std::size_t c = 0; c < first.configs.size(); ++c) {
+      EXPECT_EQ(first.questions[q].answers[c].ids, second.questions[q].answers[c].ids);
+      EXPECT_EQ(first.questions[q].answers[c].text, second.questions[q].answers[c].text);
+    }
+  }
+  // Lazy reuses passages the earlier questions encoded; full/none never hits.
+  EXPECT_EQ(a[0].token_hit_ratio, 0.0);
+  EXPECT_GT(a[1].token_hit_ratio, 0.0);
+}
+
+TEST(EvaluationRun, EveryConfigurationNeedsItsOwnSession) {
+  DocumentStore store =
+      DocumentStore::open(default_sample_corpus_db(), DocumentStore::Mode::read_only);
+  QuestionSet set = sample_question_set();
+  limit_questions(set, 1);
+  EvaluationRunner runner(store, set, three_configs(), EvalOptions{});
+  SessionOptions so;
+  so.model = lazyscope::testing::tiny_model_dir();
+  so.backend = BackendKind::Cpu;
+  Session shared(so), other(so);
+  EXPECT_NE(error_of([&] {
+              runner.run({&shared, &other, &shared});
+            }).find("share a session"),
+            std::string::npos);
+}
+
+TEST(EvaluationRun, CancelKeepsOnlyFinishedQuestions) {
+  DocumentStore store =
+      DocumentStore::open(default_sample_corpus_db(), DocumentStore::Mode::read_only);
+  QuestionSet set = sample_question_set();
+  limit_questions(set, 4);
+  EvalOptions options;
+  options.max_new_tokens = 4;
+  EvaluationRunner runner(store, set, {{Mode::Block, Policy::Lazy}}, options);
+  SessionOptions so;
+  so.model = lazyscope::testing::tiny_model_dir();
+  so.backend = BackendKind::Cpu;
+  Session session(so);
+  std::atomic<bool> cancel{false};
+  const EvalReport report = runner.run(
+      {&session},
+      [&](const EvalProgress& p) {
+        EXPECT_EQ(p.total, 4);
+        EXPECT_GE(p.remaining_s, 0.0);
+        if (p.done == 2) cancel.store(true);
+      },
+      &cancel);
+  EXPECT_TRUE(report.cancelled);
+  EXPECT_EQ(report.questions.size(), 2u);
+  EXPECT_EQ(report_json(report)["finished_questions"], 2);
+}
+
+TEST(EvaluationRun, OptionsAndConfigurationsAreChecked) {
+  EXPECT_EQ(
+      eval_configs({Mode::Full, Mode::Block}, {Policy::Lazy, Policy::Materialized, Policy::None})
+          .size(),
+      4u);
+  EXPECT_EQ(eval_configs({Mode::Full}, {Policy::Lazy, Policy::None}).front().key(), "full/none");
+  EXPECT_NE(error_of([] {
+              eval_configs({Mode::Full}, {Policy::Lazy});
+            }).find("no valid mode/policy pair"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_retrieval("dense"); }).find("bm25 or gold"), std::string::npos);
+  DocumentStore store =
+      DocumentStore::open(default_sample_corpus_db(), DocumentStore::Mode::read_only);
+  EvalOptions bad_k;
+  bad_k.k = 0;
+  EXPECT_NE(error_of([&] {
+              EvaluationRunner(store, sample_question_set(), three_configs(), bad_k);
+            }).find("-k must be"),
+            std::string::npos);
+}
+
+TEST(EvaluationRun, GoldRetrievalPutsTheGoldPassagesInThePrompt) {
+  DocumentStore store =
+      DocumentStore::open(default_sample_corpus_db(), DocumentStore::Mode::read_only);
+  QuestionSet set = sample_question_set();
+  EvalOptions options;
+  options.retrieval = Retrieval::gold;
+  EvaluationRunner runner(store, set, three_configs(), options);
+  const Question& q = set.questions.front();
+  const std::vector<Document> passages = runner.retrieve(q);
+  ASSERT_EQ(passages.size(), q.doc_ids.size());
+  EXPECT_EQ(passages.front().id, q.doc_ids.front());
+}
+
+QuestionResult answered(const std::string& id, std::vector<int32_t> lazy_ids,
+                        std::vector<int32_t> materialized_ids) {
+  QuestionResult q;
+  q.question.id = id;
+  q.answers.resize(2);
+  q.answers[0].ran = q.answers[1].ran = true;
+  q.answers[0].ids = std::move(lazy_ids);
+  q.answers[1].ids = std::move(materialized_ids);
+  return q;
+}
+
+TEST(IdentityCheck, FailsAndNamesTheQuestionWhenAnswerListsDiffer) {
+  std::vector<QuestionResult> same = {answered("q1", {5, 6, 7}, {5, 6, 7}),
+                                      answered("q2", {1}, {1})};
+  IdentityVerdict ok = check_identical_answers(same, 0, 1);
+  EXPECT_TRUE(ok.ok());
+  EXPECT_EQ(ok.compared, 2);
+
+  std::vector<QuestionResult> different = {answered("q1", {5, 6, 7}, {5, 6, 7}),
+                                           answered("q2", {1, 2}, {1, 3})};
+  IdentityVerdict bad = check_identical_answers(different, 0, 1);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_EQ(bad.differing, std::vector<std::string>{"q2"});
+  EXPECT_NE(bad.describe().find("q2"), std::string::npos);
+
+  // A flip recorded as a near-tie (both margins within the step's |dlogit|) is reported apart.
+  different[1].identity = TokenAgreement{false, true, 1, 1e-6, 5e-7, 4e-7};
+  IdentityVerdict tie = check_identical_answers(different, 0, 1);
+  EXPECT_TRUE(tie.ok());
+  EXPECT_EQ(tie.near_ties, std::vector<std::string>{"q2"});
+}
+
+TEST(IdentityCheck, ANearTieNeedsBothMarginsWithinTheLogitDifference) {
+  RunResult a, b;
+  a.generated_ids = {3, 1};
+  b.generated_ids = {3, 2};
+  a.step_logits = {{0, 0, 0, 9}, {0, 5.0f, 4.9999f, 0}};
+  b.step_logits = {{0, 0, 0, 9}, {0, 4.9999f, 5.0001f, 0}};
+  TokenAgreement tie = compare_greedy_runs(a, b, 1e-3);
+  EXPECT_FALSE(tie.identical);
+  EXPECT_EQ(tie.step, 1);
+  EXPECT_TRUE(tie.near_tie);
+  // The same flip on a backend where logits must agree to 1e-4: the difference itself is too big.
+  EXPECT_FALSE(compare_greedy_runs(a, b, 1e-4).near_tie);
+  b.step_logits[1] = {0, 4.0f, 5.0f, 0};  // materialized prefers token 2 by a full logit
+  TokenAgreement real = compare_greedy_runs(a, b, 0.25);
+  EXPECT_FALSE(real.near_tie);
+  EXPECT_FALSE(real.acceptable());
+  // A margin larger than the step's difference is no near-tie either.
+  a.step_logits[1] = {0, 5.0f, 4.7f, 0};
+  b.step_logits[1] = {0, 4.9f, 4.95f, 0};
+  EXPECT_FALSE(compare_greedy_runs(a, b, 0.25).near_tie);  // margin 0.3 > |dlogit| 0.25
+  b.generated_ids = {3, 1};
+  EXPECT_TRUE(compare_greedy_runs(a, b, 0.25).identical);
+}
+
+}  // namespace
+}  // namespace lazyscope::corpora
