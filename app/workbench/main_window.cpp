@@ -26,6 +26,7 @@
 #include "app/workbench/views/cache_stats_view.h"
 #include "app/workbench/views/corpus_panel.h"
 #include "app/workbench/views/equivalence_view.h"
+#include "app/workbench/views/evaluation_panel.h"
 #include "app/workbench/views/prompt_panel.h"
 #include "app/workbench/views/timeline_view.h"
 #include "profiler/session_recorder.h"
@@ -81,6 +82,16 @@ MainWindow::MainWindow(const WorkbenchOptions& options, QWidget* parent)
   connect(prompt_, &PromptPanel::stopRequested, this, &MainWindow::stopRun);
   connect(corpus_, &CorpusPanel::questionChanged, prompt_, &PromptPanel::setQuery);
   connect(block_map_->model(), &BlockMapModel::changed, this, &MainWindow::updateStatus);
+  evaluation_->setSystemTextSource([this] { return prompt_->systemText(); });
+  connect(this, &MainWindow::modelReady, evaluation_, [this](const ModelInfo& info) {
+    evaluation_->setModel(info.name, info.path, info.backend, info.kv_budget_bytes);
+  });
+  connect(evaluation_, &EvaluationPanel::questionActivated, this,
+          [this](const QString& question, const std::vector<DocumentEntry>& passages) {
+            corpus_->setQuestion(question);
+            corpus_->selectedModel()->setDocuments(passages);
+            prompt_->setQuery(question);
+          });
 
   // Defaults from the bundled settings file; the user's own settings override them.
   const QSettings defaults(QStringLiteral(":/lazyscope/default_settings.ini"),
@@ -122,6 +133,10 @@ void MainWindow::buildDocks() {
       make_dock(tr("Timeline (host time)"), QStringLiteral("dock_timeline"), timeline_, this);
   // Under the equivalence strip, not beside it: both want the full width of the outputs.
   splitDockWidget(equivalence_dock, timeline_dock, Qt::Vertical);
+  evaluation_ = new EvaluationPanel(this);
+  tabifyDockWidget(timeline_dock, make_dock(tr("Evaluation: answer quality"), QStringLiteral("dock_evaluation"),
+                                            evaluation_, this));
+  timeline_dock->raise();
   // The side docks own the bottom corners; the equivalence strip sits under the outputs.
   setCorner(Qt::BottomLeftCorner, Qt::LeftDockWidgetArea);
   setCorner(Qt::BottomRightCorner, Qt::RightDockWidgetArea);
@@ -245,7 +260,10 @@ void MainWindow::openDefaultModel() {
 
 bool MainWindow::openCorpus(const QString& path) {
   try {
-    corpus_->setCorpus(path.isEmpty() ? CorpusSource::openSample() : CorpusSource::open(path));
+    auto source = path.isEmpty() ? CorpusSource::openSample() : CorpusSource::open(path);
+    const int questions = int(source->questions().size());
+    corpus_->setCorpus(std::move(source));
+    evaluation_->setCorpus(path, questions);
     return true;
   } catch (const std::exception& e) {
     showError(

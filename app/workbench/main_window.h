@@ -16,6 +16,7 @@ class CacheStatsView;
 class CorpusPanel;
 class EngineWorker;
 class EquivalenceView;
+class EvaluationPanel;
 class PromptPanel;
 class TimelineView;
 
@@ -55,6 +56,7 @@ class MainWindow : public QMainWindow {
   BlockMapView* blockMapView() { return block_map_; }
   CacheStatsView* cacheStatsView() { return stats_; }
   TimelineView* timelineView() { return timeline_; }
+  EvaluationPanel* evaluationPanel() { return evaluation_; }
   EngineWorker* worker() { return worker_; }
 
  Q_SIGNALS:
@@ -91,6 +93,7 @@ class MainWindow : public QMainWindow {
   BlockMapView* block_map_ = nullptr;
   CacheStatsView* stats_ = nullptr;
   TimelineView* timeline_ = nullptr;
+  EvaluationPanel* evaluation_ = nullptr;
   QLabel* model_label_ = nullptr;
   QLabel* pool_label_ = nullptr;
   QLabel* activity_label_ = nullptr;
