@@ -1,142 +1,18 @@
-// Embedding, RMSNorm, SwiGLU, random init and small utilities on the GPU.
+// One-token GEMMs (GEMV) of the decode step: plain, with RMSNorm or SwiGLU folded into the input
+// staging, and the wqkv GEMV that also rotates and stores K/V (kv_write folded into its epilogue).
 #include <cuda_bf16.h>
 
 #include <algorithm>
 #include <string>
 
+#include "base/error.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device_util.cuh"
-#include "base/error.h"
+#include "kernels/cuda/gemv.h"
 #include "kernels/cuda/ops.h"
 
 namespace lazyscope::cuda {
 namespace {
-
-__global__ void embedding_kernel(const int32_t* ids, const __nv_bfloat16* table, int hidden, float* out) {
-  const int64_t row = blockIdx.x;
-  const __nv_bfloat16* src = table + int64_t(ids[row]) * hidden;
-  for (int i = threadIdx.x; i < hidden; i += blockDim.x) out[row * hidden + i] = __bfloat162float(src[i]);
-}
-
-__device__ float block_sum(float value, float* scratch) {
-  for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0) scratch[warp] = value;
-  __syncthreads();
-  float total = 0.0f;
-  for (int w = 0; w < int(blockDim.x / 32); ++w) total += scratch[w];
-  return total;
-}
-
-__global__ void rmsnorm_kernel(const float* x, const float* weight, int cols, float eps, __nv_bfloat16* out) {
-  __shared__ float scratch[32];
-  const int64_t row = blockIdx.x;
-  const float* in = x + row * cols;
-  float sum = 0.0f;
-  for (int i = threadIdx.x; i < cols; i += blockDim.x) sum += in[i] * in[i];
-  const float total = block_sum(sum, scratch);
-  const float inv = rsqrtf(total / float(cols) + eps);
-  for (int i = threadIdx.x; i < cols; i += blockDim.x) out[row * cols + i] = __float2bfloat16(in[i] * inv * weight[i]);
-}
-
-__global__ void swiglu_kernel(const __nv_bfloat16* gate_up, int inter, __nv_bfloat16* out) {
-  const int64_t row = blockIdx.y;
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= inter) return;
-  const float gate = __bfloat162float(gate_up[row * 2 * inter + i]);
-  const float up = __bfloat162float(gate_up[row * 2 * inter + inter + i]);
-  out[row * inter + i] = __float2bfloat16(gate / (1.0f + expf(-gate)) * up);
-}
-
-__device__ uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-__global__ void fill_random_kernel(__nv_bfloat16* out, int64_t count, uint64_t seed, float scale) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x) {
-    const uint64_t bits = mix64(seed * 0x9e3779b97f4a7c15ull + uint64_t(i));
-    // Box-Muller from two 24-bit uniforms.
-    const float u1 = (float((bits >> 40) & 0xffffff) + 1.0f) * (1.0f / 16777217.0f);
-    const float u2 = float((bits >> 8) & 0xffffff) * (1.0f / 16777216.0f);
-    const float normal = sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);
-    out[i] = __float2bfloat16(normal * scale);
-  }
-}
-
-__global__ void fill_float_kernel(float* out, int64_t count, float value) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x) {
-    out[i] = value;
-  }
-}
-
-__global__ void convert_kernel(const float* in, int64_t count, __nv_bfloat16* out) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x) {
-    out[i] = __float2bfloat16(in[i]);
-  }
-}
-
-// Order-preserving map of a float onto unsigned bits (larger float, larger key).
-__device__ __forceinline__ unsigned ordered_bits(float value) {
-  const unsigned bits = __float_as_uint(value);
-  return (bits & 0x80000000u) != 0 ? ~bits : bits | 0x80000000u;
-}
-
-// Grid-wide argmax: each CTA reduces its stride of x to one (value, index) key, atomicMax picks
-// the largest value and, among equal values, the smallest index (order-independent, so the
-// result is deterministic); the last CTA to arrive writes the index and re-zeroes the scratch.
-// NaN is never picked (as the CPU reference's strict `>` loop); all -inf or NaN gives index 0.
-__global__ void argmax_kernel(const float* x, int n, int32_t* out, unsigned long long* scratch) {
-  __shared__ float best_value[32];
-  __shared__ int best_index[32];
-  __shared__ bool is_last;
-  float value = -INFINITY;
-  int index = n;
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-    const float v = __ldcg(x + i);
-    if (v > value || (index == n && v == value)) {
-      value = v;
-      index = i;
-    }
-  }
-  for (int offset = 16; offset > 0; offset /= 2) {
-    const float other = __shfl_xor_sync(0xffffffffu, value, offset);
-    const int other_index = __shfl_xor_sync(0xffffffffu, index, offset);
-    if (other > value || (other == value && other_index < index)) {
-      value = other;
-      index = other_index;
-    }
-  }
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0) {
-    best_value[warp] = value;
-    best_index[warp] = index;
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int w = 1; w < int(blockDim.x / 32); ++w) {
-      if (best_value[w] > value || (best_value[w] == value && best_index[w] < index)) {
-        value = best_value[w];
-        index = best_index[w];
-      }
-    }
-    if (index < n) {
-      const unsigned long long key =
-          (static_cast<unsigned long long>(ordered_bits(value)) << 32) | (0xffffffffu - unsigned(index));
-      atomicMax(scratch, key);
-    }
-    __threadfence();
-    is_last = atomicAdd(scratch + 1, 1ull) == gridDim.x - 1;
-  }
-  __syncthreads();
-  if (is_last && threadIdx.x == 0) {
-    __threadfence();
-    const unsigned long long key = atomicExch(scratch, 0ull);
-    *out = key == 0 ? 0 : int32_t(0xffffffffu - unsigned(key & 0xffffffffull));
-    scratch[1] = 0;
-  }
-}
 
 // GEMV: a CTA of kGemvWarps warps owns kGemvRowsPerCta rows over one column split; each warp owns
 // kGemvRows of them. A lane streams 16-byte pieces: kGemvUnroll pieces per row per step, and the
@@ -330,7 +206,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 2)
       }
     }
   }
-  // Programmatic launch (see gemv_set_programmatic_launch): the weights do not depend on the
+  // Programmatic launch (GemvContext::programmatic): the weights do not depend on the
   // previous kernel, so they are already in flight; wait for its results (x, the workspace) here,
   // and let the next GEMV start its own weight loads as our CTAs drain. No-ops otherwise.
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
@@ -435,58 +311,9 @@ int gemv_splits_for(int rows, int cols, int sm_count) {
   return splits;
 }
 
-int cached_sm_count() {
-  static const int count = [] {
-    int device = 0, sms = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
-      cudaGetLastError();
-      return 132;
-    }
-    return sms;
-  }();
-  return count;
-}
-
-int grid_for(int64_t count) {
-  const int64_t blocks = (count + 255) / 256;
-  return int(blocks < 8192 ? (blocks > 0 ? blocks : 1) : 8192);
-}
-
 }  // namespace
 
-void embedding(const int32_t* ids, int n, const bf16_bits* table, int hidden, float* out, cudaStream_t stream) {
-  embedding_kernel<<<n, 256, 0, stream>>>(ids, reinterpret_cast<const __nv_bfloat16*>(table), hidden, out);
-  LAZYSCOPE_CUDA_LAUNCH_CHECK();
-}
-
-void rmsnorm(const float* x, const float* weight, int rows, int cols, float eps, bf16_bits* out, cudaStream_t stream) {
-  rmsnorm_kernel<<<rows, 512, 0, stream>>>(x, weight, cols, eps, reinterpret_cast<__nv_bfloat16*>(out));
-  LAZYSCOPE_CUDA_LAUNCH_CHECK();
-}
-
-void swiglu(const bf16_bits* gate_up, int rows, int inter, bf16_bits* out, cudaStream_t stream) {
-  swiglu_kernel<<<dim3((inter + 255) / 256, rows), 256, 0, stream>>>(
-      reinterpret_cast<const __nv_bfloat16*>(gate_up), inter, reinterpret_cast<__nv_bfloat16*>(out));
-  LAZYSCOPE_CUDA_LAUNCH_CHECK();
-}
-
-void fill_random_bf16(bf16_bits* out, int64_t count, uint64_t seed, float scale, cudaStream_t stream) {
-  fill_random_kernel<<<grid_for(count), 256, 0, stream>>>(reinterpret_cast<__nv_bfloat16*>(out), count, seed, scale);
-  LAZYSCOPE_CUDA_LAUNCH_CHECK();
-}
-
-void fill_float(float* out, int64_t count, float value, cudaStream_t stream) {
-  fill_float_kernel<<<grid_for(count), 256, 0, stream>>>(out, count, value);
-  LAZYSCOPE_CUDA_LAUNCH_CHECK();
-}
-
-void convert_to_bf16(const float* in, int64_t count, bf16_bits* out, cudaStream_t stream) {
-  convert_kernel<<<grid_for(count), 256, 0, stream>>>(in, count, reinterpret_cast<__nv_bfloat16*>(out));
-  LAZYSCOPE_CUDA_LAUNCH_CHECK();
-}
-
-int gemv_num_splits(int rows, int cols) { return gemv_splits_for(rows, cols, cached_sm_count()); }
+int gemv_num_splits(int rows, int cols) { return gemv_splits_for(rows, cols, detail::cached_sm_count()); }
 
 GemvWorkspaceSize gemv_workspace_size_for_splits(int rows, int splits) {
   if (splits <= 1) return {};
@@ -500,15 +327,13 @@ GemvWorkspaceSize gemv_workspace_size(int rows, int cols) {
 namespace {
 
 constexpr std::size_t kMaxStageBytes = 48 * 1024;  // default dynamic shared memory limit
-bool g_programmatic_launch = true;  // run 2: +2.6 % tok/s on 8B decode, same tokens
-int g_prefetch_steps = 0;
 
 // Launches the GEMV for `input`; returns false (nothing launched) when a staged input would not fit.
 // splits 0: the default for the shape (gemv_num_splits). ROWS 2 is the production variant; the
 // workspace rule (one counter per 16 rows) also covers ROWS 4.
 template <int MODE, int ROWS = kGemvRows, bool QKV = false>
 bool launch_gemv(const GemvInput& input, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32,
-                 bool accumulate, cudaStream_t stream, const GemvWorkspace* workspace, int splits = 0,
+                 bool accumulate, cudaStream_t stream, const GemvContext& context, int splits = 0,
                  const QkvRopeOutput& qkv = QkvRopeOutput{}) {
   static_assert(ROWS >= kGemvRows, "counters are sized for 16-row blocks");
   if (cols % 8 != 0) throw Error("cuda gemv: cols " + std::to_string(cols) + " is not a multiple of 8");
@@ -517,8 +342,9 @@ bool launch_gemv(const GemvInput& input, const bf16_bits* w, int rows, int cols,
   if (splits <= 0) splits = gemv_num_splits(rows, cols);
   splits = std::max(1, std::min({splits, kGemvMaxSplits, cols / 8}));
   const GemvWorkspaceSize need = gemv_workspace_size_for_splits(rows, splits);
-  if (workspace == nullptr || workspace->partial == nullptr || workspace->counters == nullptr ||
-      workspace->partial_floats < need.partial_floats || workspace->num_counters < need.num_counters) {
+  const GemvWorkspace& workspace = context.workspace;
+  if (workspace.partial == nullptr || workspace.counters == nullptr || workspace.partial_floats < need.partial_floats ||
+      workspace.num_counters < need.num_counters) {
     splits = 1;  // no room for partials: one pass over the columns
   }
   const int pieces = cols / 8;
@@ -526,12 +352,13 @@ bool launch_gemv(const GemvInput& input, const bf16_bits* w, int rows, int cols,
   const std::size_t stage_bytes = MODE == kInputBf16 ? 0 : std::size_t(pieces_per_split) * sizeof(uint4);
   if (stage_bytes > kMaxStageBytes) return false;
   const __nv_bfloat16* weights = reinterpret_cast<const __nv_bfloat16*>(w);
-  float* partial = splits > 1 ? workspace->partial : nullptr;
-  unsigned* counters = splits > 1 ? workspace->counters : nullptr;
-  if (!g_programmatic_launch) {
+  float* partial = splits > 1 ? workspace.partial : nullptr;
+  unsigned* counters = splits > 1 ? workspace.counters : nullptr;
+  const int prefetch_steps = std::max(0, std::min(context.prefetch_steps, 64));
+  if (!context.programmatic) {
     gemv_kernel<MODE, ROWS, QKV><<<dim3(row_blocks, splits), kGemvWarps * 32, stage_bytes, stream>>>(
         input, weights, rows, cols, out, out_fp32, accumulate, pieces_per_split, partial, counters, qkv,
-        g_prefetch_steps);
+        prefetch_steps);
     LAZYSCOPE_CUDA_LAUNCH_CHECK();
     return true;
   }
@@ -547,50 +374,45 @@ bool launch_gemv(const GemvInput& input, const bf16_bits* w, int rows, int cols,
   config.numAttrs = 1;
   LAZYSCOPE_CUDA_CHECK(cudaLaunchKernelEx(&config, gemv_kernel<MODE, ROWS, QKV>, input, weights, rows, cols, out,
                                           out_fp32, accumulate, pieces_per_split, partial, counters, qkv,
-                                          g_prefetch_steps));
+                                          prefetch_steps));
   return true;
 }
 
 }  // namespace
 
-void gemv_set_programmatic_launch(bool enabled) { g_programmatic_launch = enabled; }
-bool gemv_programmatic_launch() { return g_programmatic_launch; }
-void gemv_set_prefetch_steps(int steps) { g_prefetch_steps = std::max(0, std::min(steps, 64)); }
-int gemv_prefetch_steps() { return g_prefetch_steps; }
-
 void gemv_bf16(const bf16_bits* x, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32, bool accumulate,
-               cudaStream_t stream, const GemvWorkspace* workspace) {
+               cudaStream_t stream, const GemvContext& context) {
   GemvInput input;
   input.x = reinterpret_cast<const __nv_bfloat16*>(x);
-  launch_gemv<kInputBf16>(input, w, rows, cols, out, out_fp32, accumulate, stream, workspace);
+  launch_gemv<kInputBf16>(input, w, rows, cols, out, out_fp32, accumulate, stream, context);
 }
 
 void gemv_bf16_splits(const bf16_bits* x, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32,
-                      bool accumulate, cudaStream_t stream, const GemvWorkspace* workspace, int splits,
+                      bool accumulate, cudaStream_t stream, const GemvContext& context, int splits,
                       int rows_per_warp) {
   GemvInput input;
   input.x = reinterpret_cast<const __nv_bfloat16*>(x);
   if (rows_per_warp == 4) {
-    launch_gemv<kInputBf16, 4>(input, w, rows, cols, out, out_fp32, accumulate, stream, workspace, splits);
+    launch_gemv<kInputBf16, 4>(input, w, rows, cols, out, out_fp32, accumulate, stream, context, splits);
   } else {
-    launch_gemv<kInputBf16>(input, w, rows, cols, out, out_fp32, accumulate, stream, workspace, splits);
+    launch_gemv<kInputBf16>(input, w, rows, cols, out, out_fp32, accumulate, stream, context, splits);
   }
 }
 
 void gemv_rmsnorm_bf16(const float* x, const float* norm_weight, float eps, const bf16_bits* w, int rows, int cols,
-                       void* out, bool out_fp32, bool accumulate, cudaStream_t stream, const GemvWorkspace* workspace,
+                       void* out, bool out_fp32, bool accumulate, cudaStream_t stream, const GemvContext& context,
                        bf16_bits* scratch) {
   GemvInput input;
   input.x_f32 = x;
   input.norm_weight = norm_weight;
   input.eps = eps;
-  if (launch_gemv<kInputRmsNorm>(input, w, rows, cols, out, out_fp32, accumulate, stream, workspace)) return;
+  if (launch_gemv<kInputRmsNorm>(input, w, rows, cols, out, out_fp32, accumulate, stream, context)) return;
   rmsnorm(x, norm_weight, 1, cols, eps, scratch, stream);
-  gemv_bf16(scratch, w, rows, cols, out, out_fp32, accumulate, stream, workspace);
+  gemv_bf16(scratch, w, rows, cols, out, out_fp32, accumulate, stream, context);
 }
 
 bool gemv_rmsnorm_qkv_rope(const float* x, const float* norm_weight, float eps, const bf16_bits* wqkv, int cols,
-                           const QkvRopeOutput& output, cudaStream_t stream, const GemvWorkspace* workspace) {
+                           const QkvRopeOutput& output, cudaStream_t stream, const GemvContext& context) {
   if (output.head_dim % 16 != 0 || output.q_dim % output.head_dim != 0 || output.kv_dim % output.head_dim != 0) {
     return false;
   }
@@ -599,24 +421,16 @@ bool gemv_rmsnorm_qkv_rope(const float* x, const float* norm_weight, float eps, 
   input.norm_weight = norm_weight;
   input.eps = eps;
   return launch_gemv<kInputRmsNorm, kGemvRows, true>(input, wqkv, output.q_dim + 2 * output.kv_dim, cols, output.q,
-                                                      false, false, stream, workspace, 0, output);
+                                                      false, false, stream, context, 0, output);
 }
 
 void gemv_swiglu_bf16(const bf16_bits* gate_up, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32,
-                      bool accumulate, cudaStream_t stream, const GemvWorkspace* workspace, bf16_bits* scratch) {
+                      bool accumulate, cudaStream_t stream, const GemvContext& context, bf16_bits* scratch) {
   GemvInput input;
   input.x = reinterpret_cast<const __nv_bfloat16*>(gate_up);
-  if (launch_gemv<kInputSwiGlu>(input, w, rows, cols, out, out_fp32, accumulate, stream, workspace)) return;
+  if (launch_gemv<kInputSwiGlu>(input, w, rows, cols, out, out_fp32, accumulate, stream, context)) return;
   swiglu(gate_up, 1, cols, scratch, stream);
-  gemv_bf16(scratch, w, rows, cols, out, out_fp32, accumulate, stream, workspace);
-}
-
-void argmax(const float* x, int n, int32_t* out, unsigned long long* scratch, cudaStream_t stream) {
-  if (n <= 0) throw Error("cuda argmax: empty input");
-  constexpr int kThreads = 256;
-  const int blocks = std::max(1, std::min(2 * cached_sm_count(), (n + kThreads * 8 - 1) / (kThreads * 8)));
-  argmax_kernel<<<blocks, kThreads, 0, stream>>>(x, n, out, scratch);
-  LAZYSCOPE_CUDA_LAUNCH_CHECK();
+  gemv_bf16(scratch, w, rows, cols, out, out_fp32, accumulate, stream, context);
 }
 
 }  // namespace lazyscope::cuda

@@ -1,21 +1,25 @@
-#include "kernels/cuda/scenarios.h"
-#include "kernels/synthetic_shapes.h"
+#include "bench/cuda/scenarios.h"
 
 #include <algorithm>
-#include <functional>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <random>
 #include <vector>
 
+#include "base/error.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/gemv.h"
 #include "kernels/cuda/ops.h"
-#include "base/error.h"
+#include "kernels/synthetic_shapes.h"
 
-namespace lazyscope::cuda {
+namespace lazyscope::bench {
 namespace {
+
+using cuda::CudaBackend;
+using cuda::CudaTuning;
 
 using Clock = std::chrono::steady_clock;
 
@@ -59,13 +63,13 @@ void run_segment(Backend& backend, int n, int start, int first_block, const std:
 
 }  // namespace
 
-ModelShape synthetic_model_shape(const std::string& name) { return synthetic_shape(name); }
-
 double decode_weight_bytes(const ModelShape& s) {
   const double H = s.hidden_size, I = s.intermediate_size, Q = s.q_dim(), K = s.kv_dim();
   const double per_layer = H * (Q + 2 * K) + H * Q + 3 * H * I;
   return 2.0 * (per_layer * s.num_layers + double(s.vocab_size) * H);
 }
+
+double kv_bytes_per_token(const ModelShape& s) { return 2.0 * 2.0 * double(s.kv_dim()) * s.num_layers; }
 
 namespace {
 
@@ -101,7 +105,9 @@ enum class DecodeMode { GreedyGraph, GreedyStream, Logits };
 // µs a step, so a pass that reports gpu_ms is not the one to read the wall time from.
 double time_decode(CudaBackend& backend, DecodeState state, DecodeMode mode, int steps, std::vector<int32_t>* chosen,
                    double* gpu_ms = nullptr, std::vector<std::vector<float>>* step_logits = nullptr) {
-  backend.set_graphs_enabled(mode != DecodeMode::GreedyStream);
+  CudaTuning tuning = backend.tuning();
+  tuning.graphs = mode != DecodeMode::GreedyStream;
+  backend.set_tuning(tuning);
   std::vector<int32_t> tokens, positions, slots;
   std::vector<float> logits;
   cudaEvent_t begin_event, end_event;
@@ -144,8 +150,8 @@ double time_decode(CudaBackend& backend, DecodeState state, DecodeMode mode, int
 
 }  // namespace
 
-DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, int decode_steps) {
-  const ModelShape shape = synthetic_model_shape(model);
+DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, int decode_steps, bool variants) {
+  const ModelShape shape = synthetic_shape(model);
   CudaBackend backend;
   backend.load_synthetic(shape, 1);
   const int blocks = (prefill_tokens + decode_steps + 8) / kBlock + 4;
@@ -184,31 +190,33 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
 
   struct Variant {
     const char* name;
-    bool fused, fused_kv, programmatic;
-    int splits_cap;
+    CudaTuning tuning;
   };
-  const int cap = CudaBackend::kDefaultDecodeSplitsCap;
-  const Variant variants[] = {
-      {"without PDL (GEMVs launched plainly)", true, true, false, cap},
-      {"without kv_write in the wqkv GEMV", true, false, true, cap},
-      {"run 1 step: RMSNorm / SwiGLU / kv_write as launches of their own, no PDL, no split cap", false, false, false,
-       0},
-      {"without the attention KV split cap (decode_num_splits' choice)", true, true, true, 0},
-      {"attention KV splits capped at 8", true, true, true, 8},
-      {"attention KV splits capped at 24", true, true, true, 24},
+  auto with = [](auto change) {
+    CudaTuning t;
+    change(t);
+    return t;
   };
-  auto configure = [&](const Variant& v) {
-    backend.set_fused_decode(v.fused);
-    backend.set_fused_kv_write(v.fused_kv);
-    backend.set_programmatic_gemv(v.programmatic);
-    backend.set_decode_splits_cap(v.splits_cap);
+  const Variant all_variants[] = {
+      {"without PDL (GEMVs launched plainly)", with([](CudaTuning& t) { t.programmatic_gemv = false; })},
+      {"without kv_write in the wqkv GEMV", with([](CudaTuning& t) { t.fused_kv_write = false; })},
+      {"run 1 step: RMSNorm / SwiGLU / kv_write as launches of their own, no PDL, no split cap",
+       with([](CudaTuning& t) {
+         t.fused_decode = t.fused_kv_write = t.programmatic_gemv = false;
+         t.decode_splits_cap = 0;
+       })},
+      {"without the attention KV split cap (decode_num_splits' choice)",
+       with([](CudaTuning& t) { t.decode_splits_cap = 0; })},
+      {"attention KV splits capped at 8", with([](CudaTuning& t) { t.decode_splits_cap = 8; })},
+      {"attention KV splits capped at 24", with([](CudaTuning& t) { t.decode_splits_cap = 24; })},
   };
-  const Variant defaults{"", true, true, true, cap};
-  for (const Variant& v : variants) {
+  const std::vector<Variant> chosen =
+      variants ? std::vector<Variant>(std::begin(all_variants), std::end(all_variants)) : std::vector<Variant>{};
+  for (const Variant& v : chosen) {
     DecodeVariant out;
     out.name = v.name;
     try {  // a failing variant leaves ms at 0 and the rest of the bench running
-      configure(v);
+      backend.set_tuning(v.tuning);
       std::vector<int32_t> tokens;
       time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &tokens, &out.device_ms);  // captures
       tokens.clear();
@@ -239,7 +247,7 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
       std::fprintf(stderr, "decode variant '%s' failed: %s\n", v.name, e.what());
       cudaGetLastError();
     }
-    configure(defaults);
+    backend.set_tuning(CudaTuning{});
     result.variants.push_back(out);
   }
   result.tokens_match = graph_tokens == stream_tokens && graph_tokens == logits_tokens;
@@ -248,16 +256,7 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
 
 double measure_gemv_gbs(int rows, int cols, bool custom, int splits, int rows_per_warp, bool programmatic,
                         int prefetch_steps) {
-  struct Restore {
-    bool programmatic = gemv_programmatic_launch();
-    int prefetch = gemv_prefetch_steps();
-    ~Restore() {
-      gemv_set_programmatic_launch(programmatic);
-      gemv_set_prefetch_steps(prefetch);
-    }
-  } restore;
-  gemv_set_programmatic_launch(programmatic);
-  gemv_set_prefetch_steps(prefetch_steps);
+  using namespace cuda;
   cublasHandle_t handle;
   LAZYSCOPE_CUBLAS_CHECK(cublasCreate(&handle));
   const std::size_t weight_bytes = std::size_t(rows) * cols * 2;
@@ -267,14 +266,17 @@ double measure_gemv_gbs(int rows, int cols, bool custom, int splits, int rows_pe
   DeviceBuffer partial(std::max<std::size_t>(need.partial_floats, 1) * 4),
       counters(std::size_t(std::max(need.num_counters, 1)) * 4);
   LAZYSCOPE_CUDA_CHECK(cudaMemset(counters.as<void>(), 0, counters.bytes()));
-  const GemvWorkspace workspace{partial.as<float>(), need.partial_floats, counters.as<unsigned>(), need.num_counters};
+  GemvContext context;
+  context.workspace = GemvWorkspace{partial.as<float>(), need.partial_floats, counters.as<unsigned>(), need.num_counters};
+  context.programmatic = programmatic;
+  context.prefetch_steps = prefetch_steps;
   fill_random_bf16(w.as<bf16_bits>(), int64_t(weight_bytes / 2) * copies, 3, 0.02f, nullptr);
   fill_random_bf16(x.as<bf16_bits>(), cols, 4, 1.0f, nullptr);
   const float alpha = 1.0f, beta = 0.0f;
   auto call = [&](int i) {
     if (custom) {
       gemv_bf16_splits(x.as<bf16_bits>(), w.as<bf16_bits>() + std::size_t(i % copies) * rows * cols, rows, cols,
-                       out.as<float>(), true, false, nullptr, &workspace, splits, rows_per_warp);
+                       out.as<float>(), true, false, nullptr, context, splits, rows_per_warp);
       return;
     }
     LAZYSCOPE_CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, rows, 1, cols, &alpha,
@@ -305,7 +307,7 @@ double measure_gemv_gbs(int rows, int cols, bool custom, int splits, int rows_pe
 }
 
 RagTtft measure_rag_ttft(const std::string& model, int docs, int doc_tokens, int query_tokens, int repeats) {
-  const ModelShape shape = synthetic_model_shape(model);
+  const ModelShape shape = synthetic_shape(model);
   CudaBackend backend;
   backend.load_synthetic(shape, 2);
   const int doc_blocks = (doc_tokens + kBlock - 1) / kBlock;
@@ -349,12 +351,11 @@ RagTtft measure_rag_ttft(const std::string& model, int docs, int doc_tokens, int
   };
   // One policy's TTFT from an idle, synchronised GPU: host wall and GPU events of the same span.
   enum Policy { kNone, kLazy, kMaterialized, kRotated, kPolicies };
-  std::vector<double> wall[kPolicies], gpu[kPolicies], copy_wall, copy_gpu;
+  std::vector<double> wall[kPolicies], gpu[kPolicies], copy_gpu;
   auto run_policy = [&](int policy, bool record) {
     backend.synchronize();
     const auto t0 = Clock::now();
     LAZYSCOPE_CUDA_CHECK(cudaEventRecord(begin_event, stream));
-    double copy_ms = 0.0;
     switch (policy) {
       case kNone:
         run_segment(backend, total_tokens, 0, none_base, {}, false, true, nullptr, 7, shape.vocab_size);
@@ -363,10 +364,9 @@ RagTtft measure_rag_ttft(const std::string& model, int docs, int doc_tokens, int
         run_segment(backend, query_tokens, start, query_base, lazy_table, true, true, nullptr, 8, shape.vocab_size);
         break;
       case kMaterialized:
+        // As the engine: the copy is enqueued and the prompt step follows on the same stream.
         backend.copy_blocks(copies);
         LAZYSCOPE_CUDA_CHECK(cudaEventRecord(copied_event, stream));
-        backend.synchronize();  // the engine waits for the copy before it plans the prompt step
-        copy_ms = ms_since(t0);
         run_segment(backend, query_tokens, start, query_base, rotated_table, false, true, nullptr, 8,
                     shape.vocab_size);
         break;
@@ -381,10 +381,7 @@ RagTtft measure_rag_ttft(const std::string& model, int docs, int doc_tokens, int
     if (!record) return;
     wall[policy].push_back(wall_ms);
     gpu[policy].push_back(gpu_ms(begin_event, end_event));
-    if (policy == kMaterialized) {
-      copy_wall.push_back(copy_ms);
-      copy_gpu.push_back(gpu_ms(begin_event, copied_event));
-    }
+    if (policy == kMaterialized) copy_gpu.push_back(gpu_ms(begin_event, copied_event));
   };
   // The 10K-token prefill runs in its own phase: right after it the GPU is hot and power-limited,
   // which would tax whichever policy came next. The cached policies (each ~8 ms) then run in a
@@ -423,7 +420,6 @@ RagTtft measure_rag_ttft(const std::string& model, int docs, int doc_tokens, int
   result.lazy_ms = median(wall[kLazy]);
   result.materialized_ms = median(wall[kMaterialized]);
   result.rotated_ms = median(wall[kRotated]);
-  result.copy_ms = median(copy_wall);
   result.none_gpu_ms = median(gpu[kNone]);
   result.lazy_gpu_ms = median(gpu[kLazy]);
   result.materialized_gpu_ms = median(gpu[kMaterialized]);
@@ -439,4 +435,68 @@ RagTtft measure_rag_ttft(const std::string& model, int docs, int doc_tokens, int
   return result;
 }
 
-}  // namespace lazyscope::cuda
+std::vector<BatchedDecodeRow> measure_batched_decode(const std::string& model, int context,
+                                                     const std::vector<int>& batch_sizes, int decode_steps) {
+  const ModelShape shape = synthetic_shape(model);
+  const int max_batch = batch_sizes.empty() ? 0 : *std::max_element(batch_sizes.begin(), batch_sizes.end());
+  if (max_batch < 1 || context < 16 || decode_steps < 1) {
+    throw Error("measure_batched_decode: batch sizes, context (>= 16) and steps must be positive");
+  }
+  constexpr int kWarmup = 3;
+  // Sequence i: a prompt of context * (7 + i % 3) / 8 tokens, then room for every decode step, in
+  // its own run of blocks.
+  std::vector<int> prompt_tokens(max_batch), first_block(max_batch);
+  int blocks = 0;
+  for (int i = 0; i < max_batch; ++i) {
+    prompt_tokens[i] = context * (7 + i % 3) / 8;
+    first_block[i] = blocks;
+    blocks += (prompt_tokens[i] + kWarmup + decode_steps + kBlock - 1) / kBlock;
+  }
+  CudaBackend backend;
+  backend.load_synthetic(shape, 3);
+  backend.allocate_pool(blocks, kBlock);
+  std::vector<std::vector<BlockRef>> prompt_tables(max_batch);
+  for (int i = 0; i < max_batch; ++i) {
+    run_segment(backend, prompt_tokens[i], 0, first_block[i], {}, false, false, &prompt_tables[i], 200 + i,
+                shape.vocab_size);
+  }
+  backend.synchronize();
+  std::vector<BatchedDecodeRow> rows;
+  for (int batch : batch_sizes) {
+    // Every batch size decodes from the same prompts (rewriting the same slots).
+    std::vector<std::vector<BlockRef>> tables(prompt_tables.begin(), prompt_tables.begin() + batch);
+    std::vector<int> length(prompt_tokens.begin(), prompt_tokens.begin() + batch);
+    std::vector<int32_t> next(batch), tokens(batch), positions(batch), slots(batch);
+    for (int i = 0; i < batch; ++i) next[i] = int32_t((7 * i + 1) % shape.vocab_size);
+    std::vector<ForwardStep> steps(batch);
+    double kv_keys = 0.0;
+    auto step_once = [&] {
+      for (int i = 0; i < batch; ++i) {
+        const int offset = length[i];
+        const int slot = first_block[i] * kBlock + offset;
+        if (offset % kBlock == 0) tables[i].push_back(BlockRef{first_block[i] + offset / kBlock, 0, 0});
+        tables[i].back().valid += 1;
+        tokens[i] = next[i];
+        positions[i] = offset;
+        slots[i] = slot;
+        steps[i] = ForwardStep{std::span<const int32_t>(&tokens[i], 1), std::span<const int32_t>(&positions[i], 1),
+                               std::span<const int32_t>(&slots[i], 1), tables[i], false, false};
+        kv_keys += offset + 1;
+        ++length[i];
+      }
+      backend.forward_batch_greedy(steps, next);
+    };
+    for (int i = 0; i < kWarmup; ++i) step_once();
+    kv_keys = 0.0;
+    const auto start = Clock::now();
+    for (int i = 0; i < decode_steps; ++i) step_once();
+    BatchedDecodeRow row;
+    row.batch = batch;
+    row.ms_per_step = ms_since(start) / decode_steps;
+    row.kv_bytes = kv_keys / decode_steps * kv_bytes_per_token(shape);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+}  // namespace lazyscope::bench

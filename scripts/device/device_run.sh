@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
 # One device-machine call: build the CUDA targets, then run the chosen steps. Logs go to $OUT.
-# Usage (on the GPU machine, repo root): kernels/cuda/device_run.sh STEP...
+# Usage (on the GPU machine, repo root): scripts/device/device_run.sh STEP...
 #   tests     the GPU tests (test_kernels_cuda)
 #   sanitize  compute-sanitizer memcheck and racecheck on a subset of the kernel tests
 #   bench     bench_cuda_attention and bench_cuda_end_to_end
+#   batched   bench_cuda_end_to_end --batched: decode tokens/s by batch size against the weight + K/V bound
+#   context   batch-1 decode of llama-3.1-8b at a 10K-token context: the benchmark's greedy and logits
+#             paths, and generate --synthetic llama-3.1-8b with and without logits kept (--dump-logits)
 #   peers     bench/peers_sdpa.py (PyTorch SDPA flash / cuDNN on the same shapes)
 #   profile   Nsight Compute sections of one decode and one prefill launch (see below)
 #   trace     generate --trace-gpu on a synthetic Llama-3.2-1B RAG request: session report, Chrome trace
 #             and the top kernels by GPU time
 #   all       every step above
+# Environment: MEMCHECK_FILTER / RACECHECK_FILTER (gtest filters), RACECHECK=0 (memcheck only).
 set -o pipefail
 steps=" $* "
 [ "$steps" = "  " ] && steps=" all "
-[[ "$steps" == *" all "* ]] && steps=" tests sanitize bench peers profile trace "
+[[ "$steps" == *" all "* ]] && steps=" tests sanitize bench batched context peers profile trace "
 has() { [[ "$steps" == *" $1 "* ]]; }
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -38,13 +42,13 @@ fi
 if has sanitize; then
   echo "== memcheck"
   timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 $T \
-    --gtest_filter="${MEMCHECK_FILTER:-*D128_gqa4_bs16_small_lazy*:*D64_gqa8_bs32_large_lazy*:*D128_gqa1_bs32_zero_plain*:*D128_gqa7*:*D32_gqa3*:*KvCache*:*KvWrite*:*HeadDims/BackendTest.Logits*D64_gqa4*}" \
+    --gtest_filter="${MEMCHECK_FILTER:-*D128_gqa4_bs16_small_lazy*:*D64_gqa8_bs32_large_lazy*:*D128_gqa1_bs32_zero_plain*:*D128_gqa7*:*D32_gqa3*:*KvCache*:*KvWrite*:*HeadDims/BackendTest.Logits*D64_gqa4*:*BatchedDecode*batch3_*:*BatchedDecode*batch16_mixed*:*Argmax*}" \
     > "$LOGS/memcheck.log" 2>&1; echo "memcheck rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$LOGS/memcheck.log" | tail -4
-  echo "== racecheck"
-  timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 $T \
+  [ "${RACECHECK:-1}" = 0 ] && echo "racecheck skipped (RACECHECK=0)"
+  [ "${RACECHECK:-1}" = 0 ] || { echo "== racecheck"; timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 $T \
     --gtest_filter="${RACECHECK_FILTER:-Kernels/*D128_gqa4_bs16_small_lazy*:Kernels/*D64_gqa8_bs32_large_lazy*:Kernels/*D128_gqa1_bs32_zero_plain*:Kernels/*D32_gqa3*:*KvCacheTest*}" \
-    > "$LOGS/racecheck.log" 2>&1; echo "racecheck rc=$?"; grep -E "RACECHECK SUMMARY|PASSED|FAILED" "$LOGS/racecheck.log" | tail -4
-  cat "$LOGS/memcheck.log" "$LOGS/racecheck.log" > "$OUT/sanitize.log"
+    > "$LOGS/racecheck.log" 2>&1; echo "racecheck rc=$?"; grep -E "RACECHECK SUMMARY|PASSED|FAILED" "$LOGS/racecheck.log" | tail -4; }
+  cat "$LOGS/memcheck.log" "$LOGS/racecheck.log" > "$OUT/sanitize.log" 2>/dev/null
 fi
 if has bench; then
   timeout 150 $B/bench/bench_cuda_attention 2>&1 | tee "$OUT/bench_attention.md"
@@ -54,6 +58,23 @@ if has peers; then
 fi
 if has bench; then
   timeout 200 $B/bench/bench_cuda_end_to_end 2>&1 | tee "$OUT/bench_end_to_end.md"
+fi
+if has batched && ! has bench; then
+  timeout 150 $B/bench/bench_cuda_end_to_end --batched 2>&1 | tee "$OUT/bench_batched.md"
+fi
+if has context; then
+  timeout 120 $B/bench/bench_cuda_end_to_end --decode-context 10240 2>&1 | tee "$OUT/decode_context.md"
+  # The same context through the CLI: five 2,048-token documents and a 64-token query, 128 new tokens.
+  python3 -c 'import json; d=[list(range(1000+i*3000, 1000+i*3000+2048)) for i in range(5)]
+print(json.dumps({"document_ids":d,"query_ids":list(range(50,114)),"max_new_tokens":128}))' > "$LOGS/context_request.json"
+  CLI=$B/app/lazyscope-cli
+  for keep in greedy logits; do
+    extra=""
+    [ $keep = logits ] && extra="--dump-logits $LOGS/context_logits.json"
+    echo "generate, $keep:" | tee -a "$OUT/decode_context.md"
+    timeout 120 $CLI generate --synthetic llama-3.1-8b --backend cuda --kv-budget 4GiB \
+      --request "$LOGS/context_request.json" $extra 2>&1 | grep -E "ms/token|rror" | tee -a "$OUT/decode_context.md"
+  done
 fi
 if has profile; then
   # One launch each, picked by kernel name and launch count in bench_cuda_attention's order: decode

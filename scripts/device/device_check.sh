@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A short device-machine call for shape coverage: build the kernel tests and the end-to-end bench,
 # run every GPU test, compute-sanitizer on the new shapes (GQA 3/6, head_dim 16/32, a backend
-# run), and one model's decode row. Logs go to $OUT. Usage: kernels/cuda/device_check.sh [model]
+# run), and one model's decode row. Logs go to $OUT. Usage: scripts/device/device_check.sh [model]
 set -o pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -16,7 +16,7 @@ echo "build ${SECONDS}s"
 T=$B/tests/test_kernels_cuda
 timeout 150 $T --gtest_brief=1 2>&1 | tee "$OUT/tests.log" | tail -25
 echo "tests done ${SECONDS}s"
-F='*D64_gqa3_bs16_small_lazy*:*D128_gqa6_bs16_large_lazy*:*D64_gqa3_bs16_zero_plain*:*D16_gqa2_bs16_small_lazy*:*D32_gqa3_bs32_large_lazy*:*D128_gqa7_bs16_small_lazy*:*KvCache*/0:*HeadDims/BackendTest.Logits*D16*'
+F='*D64_gqa3_bs16_small_lazy*:*D128_gqa6_bs16_large_lazy*:*D64_gqa3_bs16_zero_plain*:*D16_gqa2_bs16_small_lazy*:*D32_gqa3_bs32_large_lazy*:*D128_gqa7_bs16_small_lazy*:*KvCache*/0:*HeadDims/BackendTest.Logits*D16*:*BatchedDecode*batch3_mixed*'
 echo "== memcheck"
 timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 $T --gtest_filter="$F" \
   > "$OUT/memcheck.log" 2>&1; echo "memcheck rc=$?"; tail -3 "$OUT/memcheck.log"
