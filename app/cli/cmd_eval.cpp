@@ -13,8 +13,11 @@
 
 #include "app/cli/commands.h"
 #include "app/cli/progress_bar.h"
+#include "base/atomic_file.h"
 #include "base/byte_size.h"
 #include "base/error.h"
+#include "base/limits.h"
+#include "base/output_guard.h"
 #include "corpora/document_store.h"
 #include "corpora/evaluation_run.h"
 #include "corpora/sample_corpus.h"
@@ -170,25 +173,41 @@ void print_summary(const EvalReport& report) {
 }
 
 void write_json(const std::string& path, const EvalReport& report) {
-  const std::string text = report_json(report).dump(2);
-  const std::string temp = path + ".partial";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(path + ": cannot write the evaluation JSON");
-    out << text << "\n";
-    if (!out) throw Error(path + ": write failed");
+  write_file_atomically(path, report_json(report).dump(2) + "\n", "evaluation JSON");
+}
+
+bool is_sqlite_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  char header[16] = {};
+  in.read(header, sizeof header);
+  return in.gcount() == 16 && std::string(header, 15) == "SQLite format 3";
+}
+
+// Before any work: no output over an input or over a file of another kind.
+void check_files(const EvalArgs& args) {
+  OutputGuard guard;
+  if (!args.questions.empty()) guard.input(args.questions, "--questions");
+  if (!args.corpus.empty()) guard.input(args.corpus, "--corpus");
+  if (!args.model.empty() && std::filesystem::exists(args.model))
+    guard.input(args.model, "--model");
+  if (!args.json.empty()) {
+    guard.output(args.json, "--json", "evaluation JSON", [](const std::filesystem::path& p) {
+      return is_json_object_with_keys(p, {"configurations", "questions"});
+    });
   }
-  std::error_code ec;
-  std::filesystem::rename(temp, path, ec);
-  if (ec) throw Error(path + ": cannot move the evaluation JSON into place (" + ec.message() + ")");
+  if (!args.record.empty()) guard.output(args.record, "--record", "session report", is_sqlite_file);
+  guard.check();
 }
 
 void run_eval(const EvalArgs& args) {
-  if (args.limit < 0) throw Error("--limit must be 0 (all questions) or more");
-  if (!args.json.empty() && std::filesystem::exists(args.json) &&
-      std::filesystem::is_directory(args.json)) {
-    throw Error("--json " + args.json + ": is a directory");
-  }
+  check_range("--limit", args.limit, 0, 1'000'000'000);
+  check_range("-k", args.k, 1, 64);
+  check_range("--max-new-tokens", args.max_new_tokens, 1, 4096);
+  check_range("--block-size", args.block_size, 1, limits::kMaxBlockSize);
+  check_range("--threads", args.threads, 0, limits::kMaxThreads);
+  check_files(args);
+  g_interrupted.store(false);
+  SigintGuard guard;  // Ctrl-C from here on stops after the current request, keeping what finished
   EvalOptions options;
   options.retrieval = parse_retrieval(args.retrieval);
   options.k = args.k;
@@ -245,12 +264,7 @@ void run_eval(const EvalArgs& args) {
                    format_duration(p.elapsed_s).c_str());
     }
   };
-  g_interrupted.store(false);
-  EvalReport report;
-  {
-    SigintGuard guard;  // Ctrl-C stops after the current request and keeps what finished
-    report = runner.run(pointers, progress, &g_interrupted);
-  }
+  const EvalReport report = runner.run(pointers, progress, &g_interrupted);
   bar.finish();
 
   if (!args.quiet) print_answers(report);
