@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -345,15 +346,105 @@ nlohmann::json report_json(const EvalReport& report) {
                                           {"generated_tokens", a.generated_tokens},
                                           {"ttft_ms", a.ttft_ms},
                                           {"request_ms", a.request_ms},
-                                          {"cached_tokens", a.stats.cached_tokens}};
+                                          {"cached_tokens", a.stats.cached_tokens},
+                                          {"cache_prompt_tokens", a.stats.prompt_tokens},
+                                          {"documents", a.stats.documents},
+                                          {"document_hits", a.stats.document_hits}};
     }
     item["answers"] = answers;
-    if (q.identity) item["lazy_vs_materialized"] = q.identity->describe();
+    if (q.identity) {
+      item["lazy_vs_materialized"] = {{"identical", q.identity->identical},
+                                      {"near_tie", q.identity->near_tie},
+                                      {"step", q.identity->step},
+                                      {"max_abs_logit_diff", q.identity->max_abs_diff},
+                                      {"margins", {q.identity->margin_a, q.identity->margin_b}},
+                                      {"verdict", q.identity->describe()}};
+    }
     questions.push_back(item);
   }
   j["questions"] = questions;
   // Round-trip through text so invalid UTF-8 in answers becomes U+FFFD instead of throwing later.
   return json::parse(dump_text(j));
+}
+
+EvalReport report_from_json(const nlohmann::json& j, const std::string& source) {
+  try {
+    EvalReport r;
+    r.question_source = j.value("question_source", "");
+    r.corpus = j.value("corpus", "");
+    r.model = j.value("model", "");
+    r.backend = j.value("backend", "");
+    r.chat_template = j.value("chat_template", "");
+    r.options.retrieval = parse_retrieval(j.value("retrieval", "bm25"));
+    r.options.k = j.value("k", 4);
+    r.options.max_new_tokens = j.value("max_new_tokens", 24);
+    r.options.system = j.value("system", "");
+    r.planned_questions = j.at("planned_questions").get<int>();
+    r.cancelled = j.value("cancelled", false);
+    r.wall_seconds = j.value("wall_seconds", 0.0);
+    for (const auto& c : j.at("configurations")) {
+      const std::string key = c.at("key").get<std::string>();
+      const auto slash = key.find('/');
+      if (slash == std::string::npos)
+        throw Error("configuration \"" + key + "\" is not MODE/POLICY");
+      r.configs.push_back({parse_mode(key.substr(0, slash)), parse_policy(key.substr(slash + 1))});
+    }
+    for (const auto& item : j.at("questions")) {
+      QuestionResult q;
+      q.question.id = item.at("id").get<std::string>();
+      q.question.question = item.at("question").get<std::string>();
+      q.question.answers = item.at("gold_answers").get<std::vector<std::string>>();
+      q.question.doc_ids = item.value("gold_passages", std::vector<std::string>{});
+      q.passage_ids = item.value("passages", std::vector<std::string>{});
+      q.recall = item.value("recall_at_k", 0.0);
+      q.answers.resize(r.configs.size());
+      const auto& answers = item.at("answers");
+      for (std::size_t c = 0; c < r.configs.size(); ++c) {
+        auto it = answers.find(r.configs[c].key());
+        if (it == answers.end()) continue;
+        ConfigAnswer& a = q.answers[c];
+        a.ran = true;
+        a.text = it->at("answer").get<std::string>();
+        a.ids = it->value("ids", std::vector<int32_t>{});
+        a.score = {it->value("exact_match", 0.0), it->value("contains", 0.0), it->value("f1", 0.0)};
+        a.prompt_tokens = it->value("prompt_tokens", 0);
+        a.generated_tokens = it->value("generated_tokens", 0);
+        a.ttft_ms = it->value("ttft_ms", 0.0);
+        a.request_ms = it->value("request_ms", 0.0);
+        a.stats.prompt_tokens = it->value("cache_prompt_tokens", int64_t(a.prompt_tokens));
+        a.stats.documents = it->value("documents", int64_t(0));
+        a.stats.document_hits = it->value("document_hits", int64_t(0));
+        a.stats.cached_tokens = it->value("cached_tokens", int64_t(0));
+      }
+      if (auto v = item.find("lazy_vs_materialized"); v != item.end() && v->is_object()) {
+        TokenAgreement t;
+        t.identical = v->at("identical").get<bool>();
+        t.near_tie = v->value("near_tie", false);
+        t.step = v->value("step", -1);
+        t.max_abs_diff = v->value("max_abs_logit_diff", 0.0);
+        q.identity = t;
+      }
+      r.questions.push_back(std::move(q));
+    }
+    return r;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(source + ": not an evaluation JSON written by lazyscope-cli eval (" + e.what() +
+                ")");
+  } catch (const Error& e) {
+    throw Error(source + ": " + e.what());
+  }
+}
+
+EvalReport load_report_json(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path.string() + ": cannot open the evaluation JSON");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw Error(path.string() + ": invalid JSON (" + e.what() + ")");
+  }
+  return report_from_json(j, path.string());
 }
 
 Request eval_request(const Question& question, const std::vector<Document>& passages,

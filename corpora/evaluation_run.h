@@ -4,6 +4,7 @@
 // ratio, TTFT and throughput per configuration, the answers side by side per question, and the
 // lazy-vs-materialized identity check. Shared by `lazyscope-cli eval` and the workbench.
 #include <atomic>
+#include <filesystem>
 #include <functional>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
@@ -147,6 +148,11 @@ IdentityVerdict check_identical_answers(const std::vector<QuestionResult>& quest
                                         std::size_t config_a, std::size_t config_b);
 
 nlohmann::json report_json(const EvalReport& report);
+// Reads back what report_json wrote (a `--json` file): configurations, questions, answers and
+// scores; the lazy-vs-materialized agreement of each question as its recorded verdict. Passage
+// texts are not in the file (QuestionResult::passage_texts stays empty). Throws naming `source`.
+EvalReport report_from_json(const nlohmann::json& json, const std::string& source);
+EvalReport load_report_json(const std::filesystem::path& path);
 
 // The text request one question runs with: system text as the prefix, one document per
 // passage (title as its label), the question, and the chat template applied as `chat` says.

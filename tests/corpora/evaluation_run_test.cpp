@@ -102,6 +102,24 @@ TEST(EvaluationRun, FiveSampleQuestionsGiveTheJsonShapeAndTheSameFiguresTwice) {
       EXPECT_EQ(first.questions[q].answers[c].text, second.questions[q].answers[c].text);
     }
   }
+  // The JSON reads back into the same figures (the workbench opens such files).
+  const EvalReport reread = report_from_json(j, "test");
+  ASSERT_EQ(reread.questions.size(), first.questions.size());
+  const auto c = reread.summaries();
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(c[i].key, a[i].key);
+    EXPECT_DOUBLE_EQ(c[i].exact_match, a[i].exact_match);
+    EXPECT_DOUBLE_EQ(c[i].contains, a[i].contains);
+    EXPECT_DOUBLE_EQ(c[i].f1, a[i].f1);
+    EXPECT_DOUBLE_EQ(c[i].token_hit_ratio, a[i].token_hit_ratio);
+  }
+  EXPECT_TRUE(reread.identity().ok());
+  EXPECT_EQ(reread.identity().compared, 5);
+  EXPECT_NE(error_of([] {
+              report_from_json(nlohmann::json::object(), "x.json");
+            }).find("x.json: not an evaluation JSON"),
+            std::string::npos);
+
   // Lazy reuses passages the earlier questions encoded; full/none never hits.
   EXPECT_EQ(a[0].token_hit_ratio, 0.0);
   EXPECT_GT(a[1].token_hit_ratio, 0.0);

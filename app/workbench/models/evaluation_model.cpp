@@ -30,6 +30,14 @@ void EvaluationModel::add(const corpora::QuestionResult& result) {
   Q_EMIT reportChanged();
 }
 
+void EvaluationModel::setReport(corpora::EvalReport report) {
+  beginResetModel();
+  report_ = std::move(report);
+  rebuildRows();
+  endResetModel();
+  Q_EMIT reportChanged();
+}
+
 void EvaluationModel::clear() { start({}, QString(), 0); }
 
 void EvaluationModel::setDisagreementsOnly(bool only) {

@@ -18,6 +18,8 @@ class EvaluationModel : public QAbstractTableModel {
 
   void start(const std::vector<corpora::EvalConfig>& configs, const QString& model, int planned);
   void add(const corpora::QuestionResult& result);
+  // Shows a finished report (an evaluation JSON opened from disk).
+  void setReport(corpora::EvalReport report);
   void clear();
   // false: every finished question; true (the default): only those the configurations disagree on.
   void setDisagreementsOnly(bool only);

@@ -6,6 +6,7 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QFileDialog>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -15,9 +16,12 @@
 #include <QSplitter>
 #include <QTableView>
 #include <QVBoxLayout>
+#include <optional>
 
 #include "app/workbench/evaluation_worker.h"
 #include "app/workbench/views/cache_stats_view.h"
+#include "corpora/document_store.h"
+#include "corpora/sample_corpus.h"
 
 namespace lazyscope::workbench {
 namespace {
@@ -105,8 +109,11 @@ EvaluationPanel::EvaluationPanel(QWidget* parent) : QWidget(parent) {
   controls->addStretch(1);
   run_ = new QPushButton(tr("Run evaluation"), this);
   stop_ = new QPushButton(tr("Stop"), this);
+  open_ = new QPushButton(tr("Open results…"), this);
+  open_->setToolTip(tr("Show the results of lazyscope-cli eval --json FILE"));
   controls->addWidget(run_);
   controls->addWidget(stop_);
+  controls->addWidget(open_);
   layout->addLayout(controls);
 
   auto* progress_row = new QHBoxLayout;
@@ -177,6 +184,11 @@ EvaluationPanel::EvaluationPanel(QWidget* parent) : QWidget(parent) {
   connect(worker_, &EvaluationWorker::failed, this, &EvaluationPanel::onFailed);
   connect(run_, &QPushButton::clicked, this, [this] { start(); });
   connect(stop_, &QPushButton::clicked, this, &EvaluationPanel::stop);
+  connect(open_, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(
+        this, tr("Open evaluation results"), {}, tr("Evaluation JSON (*.json);;All files (*)"));
+    if (!path.isEmpty()) openResults(path);
+  });
   connect(disagreements_only_, &QCheckBox::toggled, &model_,
           &EvaluationModel::setDisagreementsOnly);
   connect(table_, &QTableView::clicked, this, &EvaluationPanel::activateRow);
@@ -259,6 +271,19 @@ void EvaluationPanel::stop() {
   status_->setText(tr("Stopping after the current request…"));
 }
 
+bool EvaluationPanel::openResults(const QString& path) {
+  if (running_) return false;
+  try {
+    model_.setReport(corpora::load_report_json(std::filesystem::path(path.toStdString())));
+  } catch (const std::exception& e) {
+    status_->setText(tr("Could not open the results: %1").arg(QString::fromUtf8(e.what())));
+    return false;
+  }
+  setRunning(false);
+  status_->setText(tr("Results from %1.").arg(path));
+  return true;
+}
+
 void EvaluationPanel::onStarted(const std::vector<corpora::EvalConfig>& configs, int total,
                                 const QString& model) {
   model_.start(configs, model, total);
@@ -308,12 +333,38 @@ void EvaluationPanel::activateRow(const QModelIndex& index) {
   if (!index.isValid()) return;
   const corpora::QuestionResult& q = model_.question(index.row());
   std::vector<DocumentEntry> passages;
+  // Results opened from a file carry passage ids only: their texts come from the corpus the
+  // evaluation ran on (else the open corpus).
+  std::optional<corpora::DocumentStore> store;
+  if (q.passage_texts.size() < q.passage_ids.size()) {
+    try {
+      const std::string& ran_on = model_.report().corpus;
+      std::filesystem::path db =
+          !ran_on.empty() && std::filesystem::exists(ran_on) ? std::filesystem::path(ran_on)
+          : corpus_path_.isEmpty()                           ? corpora::default_sample_corpus_db()
+                                   : std::filesystem::path(corpus_path_.toStdString());
+      store.emplace(corpora::DocumentStore::open(db, corpora::DocumentStore::Mode::read_only));
+    } catch (const std::exception& e) {
+      status_->setText(tr("Passages not found: %1").arg(QString::fromUtf8(e.what())));
+    }
+  }
   for (std::size_t i = 0; i < q.passage_ids.size(); ++i) {
     DocumentEntry d;
     d.id = QString::fromStdString(q.passage_ids[i]);
-    d.title = i < q.passage_titles.size() ? QString::fromStdString(q.passage_titles[i]) : QString();
-    d.text = i < q.passage_texts.size() ? QString::fromStdString(q.passage_texts[i]) : QString();
     d.rank = int(i) + 1;
+    if (i < q.passage_texts.size()) {
+      d.title =
+          i < q.passage_titles.size() ? QString::fromStdString(q.passage_titles[i]) : QString();
+      d.text = QString::fromStdString(q.passage_texts[i]);
+    } else if (store) {
+      const std::optional<corpora::Document> doc = store->find(q.passage_ids[i]);
+      if (!doc) continue;
+      d.rowid = doc->rowid;
+      d.title = QString::fromStdString(doc->title);
+      d.text = QString::fromStdString(doc->text);
+    } else {
+      continue;
+    }
     passages.push_back(d);
   }
   Q_EMIT questionActivated(QString::fromStdString(q.question.question), passages);

@@ -53,6 +53,9 @@ class EvaluationPanel : public QWidget {
  public Q_SLOTS:
   bool start();
   void stop();
+  // Shows the results of `lazyscope-cli eval --json FILE`; false (with the reason in the status
+  // line) when the file is not one.
+  bool openResults(const QString& path);
 
  Q_SIGNALS:
   // A row of the table was clicked: the question and the passages it ran with.
@@ -88,6 +91,7 @@ class EvaluationPanel : public QWidget {
   std::vector<QCheckBox*> config_boxes_;
   QPushButton* run_ = nullptr;
   QPushButton* stop_ = nullptr;
+  QPushButton* open_ = nullptr;
   QProgressBar* progress_ = nullptr;
   QLabel* status_ = nullptr;
   QCustomPlot* chart_ = nullptr;
