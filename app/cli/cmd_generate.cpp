@@ -1,5 +1,5 @@
 // lazyscope-cli generate: run a request under a mode and policy, or compare two policies step
-// by step (max |Δlogit|, argmax agreement), and write design §7 logits dumps.
+// by step (max |Δlogit|, argmax agreement), and write logits dumps (docs/formats.md).
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -196,7 +196,7 @@ void run_generate(const GenerateArgs& args) {
 
 void add_generate_command(CLI::App& app) {
   auto args = std::make_shared<GenerateArgs>();
-  CLI::App* cmd = app.add_subcommand("generate", "Run a request file through the engine (design §7 formats)");
+  CLI::App* cmd = app.add_subcommand("generate", "Run a request file through the engine (request and dump formats: docs/formats.md)");
   cmd->add_option("--model", args->model, "HF checkpoint directory, .gguf file, 'tiny', 'small' or 'default'");
   cmd->add_option("--synthetic", args->synthetic, "Random weights of a shape instead of a model: tiny, small, smollm2-135m, llama-3.2-1b, llama-3.1-8b (requests must use token ids)");
   cmd->add_option("--request", args->request_file, "Request JSON: {prefix?, documents, order?, query, max_new_tokens?} or the *_ids form")->required();

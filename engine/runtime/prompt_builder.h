@@ -1,5 +1,5 @@
 #pragma once
-// Turns a Request into token segments (design §2): prefix with BOS, documents in placement
+// Turns a Request into token segments (docs/design.md): prefix with BOS, documents in placement
 // order (each tokenized on its own), query.
 #include "engine/kv/cache_manager.h"
 #include "engine/runtime/request.h"

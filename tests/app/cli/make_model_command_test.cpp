@@ -5,7 +5,7 @@
 #include <string>
 
 #include "engine/model/presets.h"
-#include "model_test_util.h"
+#include "tests/engine/model/model_test_util.h"
 
 namespace lazyscope {
 namespace {
