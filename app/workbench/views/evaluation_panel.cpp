@@ -7,6 +7,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QFileDialog>
+#include <QGridLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -15,6 +16,7 @@
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTableView>
+#include <QTextBrowser>
 #include <QVBoxLayout>
 #include <optional>
 
@@ -99,62 +101,91 @@ EvaluationPanel::EvaluationPanel(QWidget* parent) : QWidget(parent) {
   controls->addWidget(k_);
   controls->addWidget(new QLabel(tr("max tokens"), this));
   controls->addWidget(max_tokens_);
+  controls->addStretch(1);
+  layout->addLayout(controls);
+  // Short rows: the panel sits between the side docks, and one long row would widen the window.
+  auto* configs = new QHBoxLayout;
+  configs->addWidget(new QLabel(tr("Mode/policy:"), this));
+  auto* boxes = new QGridLayout;
+  boxes->setHorizontalSpacing(10);
+  boxes->setVerticalSpacing(0);
   for (const ConfigChoice& choice : kChoices) {
     auto* box = new QCheckBox(QString::fromLatin1(choice.key), this);
     box->setChecked(choice.checked);
     box->setToolTip(tr("Run this mode/policy on its own KV pool"));
+    const int i = int(config_boxes_.size());
+    boxes->addWidget(box, i / 3, i % 3);
     config_boxes_.push_back(box);
-    controls->addWidget(box);
   }
-  controls->addStretch(1);
+  configs->addLayout(boxes);
+  configs->addStretch(1);
+  layout->addLayout(configs);
+  auto* actions = new QHBoxLayout;
   run_ = new QPushButton(tr("Run evaluation"), this);
   stop_ = new QPushButton(tr("Stop"), this);
   open_ = new QPushButton(tr("Open results…"), this);
   open_->setToolTip(tr("Show the results of lazyscope-cli eval --json FILE"));
-  controls->addWidget(run_);
-  controls->addWidget(stop_);
-  controls->addWidget(open_);
-  layout->addLayout(controls);
-
-  auto* progress_row = new QHBoxLayout;
   progress_ = new QProgressBar(this);
   progress_->setRange(0, 1);
   progress_->setValue(0);
-  progress_->setMaximumWidth(320);
+  progress_->setMaximumWidth(160);
   status_ = new QLabel(tr("Load a model, then press Run evaluation."), this);
-  progress_row->addWidget(progress_);
-  progress_row->addWidget(status_, 1);
-  layout->addLayout(progress_row);
+  status_->setMinimumWidth(80);
+  status_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  actions->addWidget(run_);
+  actions->addWidget(stop_);
+  actions->addWidget(open_);
+  actions->addWidget(progress_);
+  actions->addWidget(status_, 1);
+  layout->addLayout(actions);
 
-  auto* splitter = new QSplitter(Qt::Horizontal, this);
-  chart_ = new QCustomPlot(splitter);
-  chart_->setMinimumSize(320, 180);
+  // Top: chart beside the summary; below: the questions table (a splitter between them).
+  auto* rows = new QSplitter(Qt::Vertical, this);
+  auto* top = new QSplitter(Qt::Horizontal, rows);
+  chart_ = new QCustomPlot(top);
+  chart_->setMinimumSize(240, 160);
   chart_->plotLayout()->insertRow(0);
   chart_->plotLayout()->addElement(0, 0,
                                    new QCPTextElement(chart_, tr("Answer quality per mode/policy"),
                                                       QFont(font().family(), 9, QFont::Bold)));
-  chart_->yAxis->setLabel(tr("% of questions (F1: mean %)"));
-  chart_->legend->setVisible(true);
-  chart_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+  chart_->yAxis->setLabel(tr("%"));
+  // The legend gets its own row under the axes so it never hides a bar.
   QFont legend_font = font();
   legend_font.setPointSizeF(legend_font.pointSizeF() * 0.85);
   chart_->legend->setFont(legend_font);
-  chart_->legend->setBrush(QColor(255, 255, 255, 220));
-  auto* right = new QWidget(splitter);
-  auto* right_layout = new QVBoxLayout(right);
-  right_layout->setContentsMargins(0, 0, 0, 0);
-  summary_ = new QLabel(right);
-  summary_->setTextFormat(Qt::RichText);
-  summary_->setWordWrap(true);
-  summary_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
-  note_ = new QLabel(right);
+  chart_->legend->setBorderPen(Qt::NoPen);
+  auto* legend_row = new QCPLayoutGrid;
+  chart_->plotLayout()->addElement(2, 0, legend_row);
+  chart_->axisRect()->insetLayout()->take(chart_->legend);
+  legend_row->addElement(0, 0, chart_->legend);
+  chart_->legend->setFillOrder(QCPLegend::foColumnsFirst);
+  chart_->legend->setWrap(3);
+  chart_->plotLayout()->setRowStretchFactor(2, 0.001);
+  auto* summary_box = new QWidget(top);
+  auto* summary_layout = new QVBoxLayout(summary_box);
+  summary_layout->setContentsMargins(0, 0, 0, 0);
+  summary_ = new QTextBrowser(summary_box);  // scrolls instead of widening the window
+  summary_->setFrameShape(QFrame::NoFrame);
+  summary_->setMinimumWidth(120);
+  summary_->viewport()->setAutoFillBackground(false);
+  note_ = new QLabel(summary_box);
   note_->setWordWrap(true);
+  note_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   note_->setStyleSheet(QStringLiteral("QLabel { color: #a01010; font-weight: bold; }"));
   note_->hide();
-  disagreements_only_ =
-      new QCheckBox(tr("Only questions where the configurations disagree"), right);
+  summary_layout->addWidget(summary_, 1);
+  summary_layout->addWidget(note_);
+  top->addWidget(chart_);
+  top->addWidget(summary_box);
+  top->setStretchFactor(0, 2);
+  top->setStretchFactor(1, 3);
+  auto* bottom = new QWidget(rows);
+  auto* bottom_layout = new QVBoxLayout(bottom);
+  bottom_layout->setContentsMargins(0, 0, 0, 0);
+  disagreements_only_ = new QCheckBox(
+      tr("Only questions where the configurations disagree (click one to load it)"), bottom);
   disagreements_only_->setChecked(true);
-  table_ = new QTableView(right);
+  table_ = new QTableView(bottom);
   table_->setModel(&model_);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   table_->setSelectionMode(QAbstractItemView::SingleSelection);
@@ -162,15 +193,13 @@ EvaluationPanel::EvaluationPanel(QWidget* parent) : QWidget(parent) {
   table_->horizontalHeader()->setStretchLastSection(true);
   table_->verticalHeader()->setVisible(false);
   table_->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 6);
-  right_layout->addWidget(summary_);
-  right_layout->addWidget(note_);
-  right_layout->addWidget(disagreements_only_);
-  right_layout->addWidget(table_, 1);
-  splitter->addWidget(chart_);
-  splitter->addWidget(right);
-  splitter->setStretchFactor(0, 2);
-  splitter->setStretchFactor(1, 3);
-  layout->addWidget(splitter, 1);
+  bottom_layout->addWidget(disagreements_only_);
+  bottom_layout->addWidget(table_, 1);
+  rows->addWidget(top);
+  rows->addWidget(bottom);
+  rows->setStretchFactor(0, 3);
+  rows->setStretchFactor(1, 2);
+  layout->addWidget(rows, 1);
 
   worker_ = new EvaluationWorker;
   worker_->moveToThread(&thread_);
@@ -372,7 +401,7 @@ void EvaluationPanel::activateRow(const QModelIndex& index) {
 
 int EvaluationPanel::chartBarCount() const { return chart_->plottableCount(); }
 
-QString EvaluationPanel::summaryText() const { return summary_->text(); }
+QString EvaluationPanel::summaryText() const { return summary_->toPlainText(); }
 QString EvaluationPanel::noteText() const { return note_->isVisible() ? note_->text() : QString(); }
 
 void EvaluationPanel::replot() {
@@ -394,9 +423,9 @@ void EvaluationPanel::replot() {
     bars->setData({1, 2, 3}, {100 * s.exact_match, 100 * s.contains, 100 * s.f1});
   }
   QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
-  ticker->addTick(1, tr("exact match"));
-  ticker->addTick(2, tr("contains gold"));
-  ticker->addTick(3, tr("token F1"));
+  ticker->addTick(1, tr("EM"));
+  ticker->addTick(2, tr("contains"));
+  ticker->addTick(3, tr("F1"));
   chart_->xAxis->setTicker(ticker);
   chart_->xAxis->setRange(0.4, 3.6);
   chart_->yAxis->setRange(0, 105);

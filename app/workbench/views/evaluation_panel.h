@@ -19,6 +19,7 @@ class QProgressBar;
 class QPushButton;
 class QSpinBox;
 class QTableView;
+class QTextBrowser;
 
 namespace lazyscope::workbench {
 
@@ -95,7 +96,7 @@ class EvaluationPanel : public QWidget {
   QProgressBar* progress_ = nullptr;
   QLabel* status_ = nullptr;
   QCustomPlot* chart_ = nullptr;
-  QLabel* summary_ = nullptr;
+  QTextBrowser* summary_ = nullptr;
   QLabel* note_ = nullptr;
   QCheckBox* disagreements_only_ = nullptr;
   QTableView* table_ = nullptr;
