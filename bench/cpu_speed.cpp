@@ -72,6 +72,7 @@ int run(int argc, char** argv) {
   options.model = model_path;
   options.backend = BackendKind::Cpu;
   options.kv_budget_bytes = 256ull << 20;
+  options.policies = {Policy::None, Policy::Lazy};  // one pool each: the two this bench runs
   options.cpu_threads = threads;
   const auto load_start = std::chrono::steady_clock::now();
   Session session(options);
@@ -112,12 +113,13 @@ int run(int argc, char** argv) {
       {"Eiffel", std::string(kParagraph)},
       {"LazyAttention", std::string(kParagraph) + kParagraph + kParagraph},
       {"Paris", std::string(kParagraph)}};
-  const RagPromptParts parts = build_rag_prompt(session.model().chat_template, "",
-                                                docs, "When was the tower built?");
+  // The engine's request preparation wraps it in the chat template (chat auto), as generate does.
   Request rag;
-  rag.prefix = parts.prefix_text;
-  rag.documents = parts.document_texts;
-  rag.query = parts.query_text;
+  for (const RagDocument& doc : docs) {
+    rag.documents.push_back(doc.text);
+    rag.document_labels.push_back(doc.title);
+  }
+  rag.query = "When was the tower built?";
   rag.max_new_tokens = 16;
   RunOptions run;
   run.mode = Mode::Block;

@@ -16,7 +16,6 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 
 #include "app/workbench/corpus_source.h"
 #include "app/workbench/engine_worker.h"
@@ -29,6 +28,8 @@
 #include "app/workbench/views/evaluation_panel.h"
 #include "app/workbench/views/prompt_panel.h"
 #include "app/workbench/views/timeline_view.h"
+#include "base/atomic_file.h"
+#include "base/output_guard.h"
 #include "profiler/session_recorder.h"
 
 namespace lazyscope::workbench {
@@ -92,6 +93,9 @@ MainWindow::MainWindow(const WorkbenchOptions& options, QWidget* parent)
             corpus_->selectedModel()->setDocuments(passages);
             prompt_->setQuery(question);
           });
+  connect(block_map_, &BlockMapView::policyChanged, this, [this](const QString& policy) {
+    QMetaObject::invokeMethod(worker_, "emitSnapshot", Qt::QueuedConnection, Q_ARG(QString, policy));
+  });
 
   // Defaults from the bundled settings file; the user's own settings override them.
   const QSettings defaults(QStringLiteral(":/lazyscope/default_settings.ini"),
@@ -99,6 +103,7 @@ MainWindow::MainWindow(const WorkbenchOptions& options, QWidget* parent)
   prompt_->setSystemText(
       defaults.value(QStringLiteral("run/system"), prompt_->systemText()).toString());
   prompt_->setMaxTokens(defaults.value(QStringLiteral("run/max_tokens"), 32).toInt());
+  applyChatSetting(defaults.value(QStringLiteral("run/chat"), QStringLiteral("auto")).toString());
 
   resize(1600, 1000);
   default_state_ = saveState();
@@ -302,6 +307,7 @@ bool MainWindow::startRun() {
   }
   plan.request.query = query.toStdString();
   plan.request.max_new_tokens = prompt_->maxTokens();
+  plan.preparation.chat = prompt_->chatMode();
   for (const QString& key : keys) plan.policies.push_back(policy_choice(key));
   prompt_->runModel()->startPlan(plan.run_index, keys);
   run_in_flight_ = true;
@@ -411,7 +417,19 @@ void MainWindow::refreshTimeline() { timeline_->setRecording(worker_->recordingS
 
 bool MainWindow::exportSessionReport(const QString& path) {
   try {
-    save_session_sqlite(worker_->recordingSnapshot(), std::filesystem::path(path.toStdString()));
+    // Replaces an earlier report, never another kind of file (a corpus store, a model file).
+    const std::filesystem::path target(path.toStdString());
+    OutputGuard guard;
+    guard.output(target, "report", "session report", [](const std::filesystem::path& p) {
+      try {
+        (void)load_session_sqlite(p);
+        return true;
+      } catch (const std::exception&) {
+        return false;
+      }
+    });
+    guard.check();
+    save_session_sqlite(worker_->recordingSnapshot(), target);
   } catch (const std::exception& e) {
     showError(tr("Could not export the session report to %1").arg(path), QString::fromUtf8(e.what()));
     return false;
@@ -421,29 +439,17 @@ bool MainWindow::exportSessionReport(const QString& path) {
 }
 
 bool MainWindow::exportTrace(const QString& path) {
-  const std::string json = chrome_trace_json(worker_->recordingSnapshot());
-  // Written whole to a temporary file and renamed, like the SQLite report.
-  const std::filesystem::path target(path.toStdString());
-  std::filesystem::path temp = target;
-  temp += ".partial";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out.write(json.data(), std::streamsize(json.size()));
-    out.close();
-    if (!out) {
-      std::error_code ignored;
-      std::filesystem::remove(temp, ignored);
-      showError(tr("Could not export the trace to %1").arg(path),
-                tr("Writing %1 failed.").arg(QString::fromStdString(temp.string())));
-      return false;
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(temp, target, ec);
-  if (ec) {
-    std::filesystem::remove(temp, ec);
-    showError(tr("Could not export the trace to %1").arg(path),
-              QString::fromStdString(ec.message()));
+  try {
+    const std::filesystem::path target(path.toStdString());
+    OutputGuard guard;
+    guard.output(target, "trace", "Chrome trace", [](const std::filesystem::path& p) {
+      return is_json_object_with_keys(p, {"traceEvents"});
+    });
+    guard.check();
+    // Written whole to a temporary sibling, fsync'd and renamed, like the SQLite report.
+    write_file_atomically(target, chrome_trace_json(worker_->recordingSnapshot()), "trace");
+  } catch (const std::exception& e) {
+    showError(tr("Could not export the trace to %1").arg(path), QString::fromUtf8(e.what()));
     return false;
   }
   statusBar()->showMessage(tr("Trace written to %1").arg(path), 5000);
@@ -493,12 +499,14 @@ void MainWindow::updateStatus() {
   const BlockMapModel* m = block_map_->model();
   const int total = m->blockCount();
   pool_label_->setText(total == 0 ? tr("KV pool: –")
-                                  : tr("KV pool: %1 / %2 blocks (%3 of %4) · block %5 tokens")
+                                  : tr("KV pool of %6: %1 / %2 blocks (%3 of %4) · block %5 tokens · "
+                                       "one pool per policy")
                                         .arg(m->usedBlocks())
                                         .arg(total)
                                         .arg(format_bytes(m->bytesPerBlock() * m->usedBlocks()))
                                         .arg(format_bytes(m->bytesPerBlock() * total))
-                                        .arg(m->blockSize()));
+                                        .arg(m->blockSize())
+                                        .arg(m->policy()));
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
@@ -517,6 +525,16 @@ void MainWindow::restoreSettings() {
     prompt_->setSystemText(settings.value(QStringLiteral("run/system")).toString());
   if (settings.contains(QStringLiteral("run/max_tokens")))
     prompt_->setMaxTokens(settings.value(QStringLiteral("run/max_tokens")).toInt());
+  if (settings.contains(QStringLiteral("run/chat")))
+    applyChatSetting(settings.value(QStringLiteral("run/chat")).toString());
+}
+
+void MainWindow::applyChatSetting(const QString& text) {
+  try {
+    prompt_->setChatMode(parse_chat_mode(text.toStdString()));
+  } catch (const std::exception&) {
+    prompt_->setChatMode(ChatMode::Auto);  // a hand-edited settings file: keep the default
+  }
 }
 
 void MainWindow::saveSettings() {
@@ -525,6 +543,7 @@ void MainWindow::saveSettings() {
   settings.setValue(QStringLiteral("window/state"), saveState());
   settings.setValue(QStringLiteral("run/system"), prompt_->systemText());
   settings.setValue(QStringLiteral("run/max_tokens"), prompt_->maxTokens());
+  settings.setValue(QStringLiteral("run/chat"), QString::fromUtf8(to_string(prompt_->chatMode())));
 }
 
 void MainWindow::showQuickGuide() {

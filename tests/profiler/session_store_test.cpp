@@ -28,10 +28,11 @@ SessionRecording record_two_requests() {
   r.document_ids = {std::vector<int32_t>(18, 30), std::vector<int32_t>(5, 31)};
   r.query_ids = std::vector<int32_t>{4, 5};
   r.max_new_tokens = 3;
-  session.submit(r, RunOptions{});
-  r.order = {1, 0};
+  // Every policy has its own pool: materialized hits (and copies) only what it encoded itself.
   RunOptions mat;
   mat.policy = Policy::Materialized;
+  session.submit(r, mat);
+  r.order = {1, 0};
   session.submit(r, mat);
   return rec.snapshot();
 }
