@@ -11,7 +11,7 @@
 #include "base/error.h"
 #include "corpora/document_store.h"
 #include "engine/model/model_loader.h"
-#include "engine/runtime/rag_request.h"
+#include "engine/runtime/equivalence.h"
 #include "engine/runtime/session.h"
 #include "engine/tokenizer/chat_template.h"
 
@@ -38,17 +38,6 @@ bool valid_pair(Mode mode, Policy policy) {
   } catch (const Error&) {
     return false;
   }
-}
-
-bool use_chat_template(const EvalOptions& options, const Session& session) {
-  if (options.chat != "auto" && options.chat != "on" && options.chat != "off") {
-    throw Error("--chat must be auto, on or off (got \"" + options.chat + "\")");
-  }
-  const std::string& chat_template = session.model().chat_template;
-  if (options.chat == "on" && chat_template.empty()) {
-    throw Error("--chat on: the model has no chat template (use --chat auto or off)");
-  }
-  return options.chat == "on" || (options.chat == "auto" && !chat_template.empty());
 }
 
 std::string dump_text(const nlohmann::json& j) {
@@ -96,6 +85,7 @@ std::vector<EvalConfig> eval_configs(const std::vector<Mode>& modes,
 }
 
 std::string TokenAgreement::describe() const {
+  if (!explanation.empty()) return explanation;
   char text[200];
   if (identical) {
     std::snprintf(text, sizeof text, "identical tokens, max |dlogit| %.3g", max_abs_diff);
@@ -108,34 +98,23 @@ std::string TokenAgreement::describe() const {
   return text;
 }
 
-double logit_tolerance(const std::string& backend) { return backend == "cpu" ? 1e-4 : 0.25; }
-
-TokenAgreement compare_greedy_runs(const RunResult& a, const RunResult& b, double tolerance) {
+TokenAgreement agreement_of(const RunResult& a, const RunResult& b, const std::string& backend) {
+  const EquivalenceResult r = compare_greedy_runs(a.step_logits, a.generated_ids, b.step_logits,
+                                                  b.generated_ids, logit_tolerance_for(backend));
   TokenAgreement out;
-  const std::size_t steps = std::max(a.generated_ids.size(), b.generated_ids.size());
-  for (std::size_t i = 0; i < steps; ++i) {
-    const bool has_logits = i < a.step_logits.size() && i < b.step_logits.size();
-    double diff = 0.0;
-    if (has_logits) {
-      const auto& x = a.step_logits[i];
-      const auto& y = b.step_logits[i];
-      for (std::size_t v = 0; v < x.size() && v < y.size(); ++v)
-        diff = std::max(diff, double(std::fabs(x[v] - y[v])));
-      out.max_abs_diff = std::max(out.max_abs_diff, diff);
-    }
-    const int32_t ta = i < a.generated_ids.size() ? a.generated_ids[i] : -1;
-    const int32_t tb = i < b.generated_ids.size() ? b.generated_ids[i] : -1;
-    if (ta == tb) continue;
-    out.identical = false;
-    out.step = int(i);
-    if (has_logits && ta >= 0 && tb >= 0) {
-      out.margin_a =
-          double(a.step_logits[i][std::size_t(ta)]) - double(a.step_logits[i][std::size_t(tb)]);
-      out.margin_b =
-          double(b.step_logits[i][std::size_t(tb)]) - double(b.step_logits[i][std::size_t(ta)]);
-      out.near_tie = diff <= tolerance && out.margin_a <= diff && out.margin_b <= diff;
-    }
-    break;  // after a flip the runs continue from different tokens
+  out.identical = r.verdict == EquivalenceVerdict::Identical && a.generated_ids == b.generated_ids;
+  out.near_tie = r.verdict == EquivalenceVerdict::NearTie;
+  out.step = r.first_divergent_step;
+  out.max_abs_diff = r.max_abs_diff;
+  out.explanation = r.explanation;
+  if (!r.steps.empty() && r.steps.back().tokens_differ()) {
+    out.margin_a = r.steps.back().margin_a;
+    out.margin_b = r.steps.back().margin_b;
+  }
+  if (!out.identical && !out.near_tie && out.step < 0) {
+    // Same logits over the compared steps, but one run generated more tokens (an EOS flip
+    // beyond the compared range): different answers.
+    out.step = int(std::min(a.generated_ids.size(), b.generated_ids.size()));
   }
   return out;
 }
@@ -202,7 +181,7 @@ IdentityVerdict EvalReport::identity() const {
   return check_identical_answers(questions, std::size_t(lazy), std::size_t(materialized));
 }
 
-std::optional<double> EvalReport::block_em_loss_points() const {
+std::optional<std::pair<int, int>> EvalReport::full_and_block() const {
   int full = config_index(Mode::Full, Policy::None);
   if (full < 0) full = config_index(Mode::Full, Policy::Prefix);
   int block = config_index(Mode::Block, Policy::Lazy);
@@ -210,20 +189,34 @@ std::optional<double> EvalReport::block_em_loss_points() const {
     if (configs[i].mode == Mode::Block) block = int(i);
   }
   if (full < 0 || block < 0 || questions.empty()) return std::nullopt;
+  return std::make_pair(full, block);
+}
+
+std::optional<double> EvalReport::block_em_loss_points() const {
+  const auto pair = full_and_block();
+  if (!pair) return std::nullopt;
   const std::vector<ConfigSummary> s = summaries();
-  return 100.0 * (s[std::size_t(full)].exact_match - s[std::size_t(block)].exact_match);
+  return 100.0 *
+         (s[std::size_t(pair->first)].exact_match - s[std::size_t(pair->second)].exact_match);
+}
+
+std::optional<double> EvalReport::block_contains_loss_points() const {
+  const auto pair = full_and_block();
+  if (!pair) return std::nullopt;
+  const std::vector<ConfigSummary> s = summaries();
+  return 100.0 * (s[std::size_t(pair->first)].contains - s[std::size_t(pair->second)].contains);
 }
 
 std::string EvalReport::block_quality_note() const {
-  const std::optional<double> loss = block_em_loss_points();
-  if (!loss || *loss <= 3.0) return "";
-  char text[400];
-  std::snprintf(
-      text, sizeof text,
-      "Block attention loses %.1f EM points against full attention here. The LazyAttention paper's "
-      "models "
-      "were fine-tuned for block attention; %s is not, so its documents never saw each other.",
-      *loss, model.c_str());
+  const std::optional<double> em = block_em_loss_points();
+  const std::optional<double> contains = block_contains_loss_points();
+  if (!em || (*em <= 3.0 && *contains <= 3.0)) return "";
+  char text[500];
+  std::snprintf(text, sizeof text,
+                "Block attention loses %.1f exact-match and %.1f containment points against full "
+                "attention here. The LazyAttention paper's models were fine-tuned for block "
+                "attention; %s is not, so its documents never saw each other.",
+                *em, *contains, model.c_str());
   return text;
 }
 
@@ -284,6 +277,7 @@ nlohmann::json report_json(const EvalReport& report) {
   j["k"] = report.options.k;
   j["max_new_tokens"] = report.options.max_new_tokens;
   j["system"] = report.options.system;
+  j["chat"] = to_string(report.options.chat);
   j["planned_questions"] = report.planned_questions;
   j["finished_questions"] = report.questions.size();
   j["cancelled"] = report.cancelled;
@@ -315,15 +309,19 @@ nlohmann::json report_json(const EvalReport& report) {
   }
   j["configurations"] = configs;
   if (const auto loss = report.block_em_loss_points()) j["block_em_loss_points"] = *loss;
+  if (const auto loss = report.block_contains_loss_points())
+    j["block_contains_loss_points"] = *loss;
   j["block_quality_note"] = report.block_quality_note();
   const IdentityVerdict identity = report.identity();
-  j["lazy_vs_materialized"] = {{"checked", identity.checked},
-                               {"compared", identity.compared},
-                               {"identical", identity.checked && identity.ok()},
-                               {"max_abs_logit_diff", identity.max_abs_diff},
-                               {"logit_tolerance", logit_tolerance(report.backend)},
-                               {"differing", identity.differing},
-                               {"near_ties", identity.near_ties}};
+  j["lazy_vs_materialized"] = {
+      {"checked", identity.checked},
+      {"compared", identity.compared},
+      {"identical", identity.checked && identity.ok()},
+      {"max_abs_logit_diff", identity.max_abs_diff},
+      {"logit_tolerance", logit_tolerance_for(report.backend).absolute},
+      {"logit_tolerance_relative", logit_tolerance_for(report.backend).relative},
+      {"differing", identity.differing},
+      {"near_ties", identity.near_ties}};
   json questions = json::array();
   for (const QuestionResult& q : report.questions) {
     json item = {{"id", q.question.id},
@@ -379,6 +377,7 @@ EvalReport report_from_json(const nlohmann::json& j, const std::string& source) 
     r.options.k = j.value("k", 4);
     r.options.max_new_tokens = j.value("max_new_tokens", 24);
     r.options.system = j.value("system", "");
+    r.options.chat = parse_chat_mode(j.value("chat", "auto"));
     r.planned_questions = j.at("planned_questions").get<int>();
     r.cancelled = j.value("cancelled", false);
     r.wall_seconds = j.value("wall_seconds", 0.0);
@@ -448,7 +447,7 @@ EvalReport load_report_json(const std::filesystem::path& path) {
 }
 
 Request eval_request(const Question& question, const std::vector<Document>& passages,
-                     const EvalOptions& options, const Session& session) {
+                     const EvalOptions& options) {
   Request request;
   if (!options.system.empty()) request.prefix = options.system;
   for (const Document& d : passages) {
@@ -457,8 +456,6 @@ Request eval_request(const Question& question, const std::vector<Document>& pass
   }
   request.query = question.question;
   request.max_new_tokens = options.max_new_tokens;
-  if (use_chat_template(options, session))
-    request = apply_chat_template(request, session.model().chat_template);
   return request;
 }
 
@@ -499,33 +496,35 @@ std::vector<Document> EvaluationRunner::retrieve(const Question& question) const
   return out;
 }
 
-EvalReport EvaluationRunner::run(const std::vector<Session*>& sessions,
-                                 const EvalProgressFn& progress, const std::atomic<bool>* cancel) {
-  if (sessions.size() != configs_.size()) {
-    throw Error("evaluation: " + std::to_string(configs_.size()) +
-                " configurations need as many sessions, got " + std::to_string(sessions.size()));
+std::vector<Policy> EvaluationRunner::policies() const {
+  std::vector<Policy> out;
+  for (const EvalConfig& c : configs_) {
+    if (std::find(out.begin(), out.end(), c.policy) == out.end()) out.push_back(c.policy);
   }
-  for (std::size_t i = 0; i < sessions.size(); ++i) {
-    if (!sessions[i]) throw Error("evaluation: no session for " + configs_[i].key());
-    for (std::size_t j = 0; j < i; ++j) {
-      if (sessions[i] == sessions[j]) {
-        throw Error("evaluation: " + configs_[i].key() + " and " + configs_[j].key() +
-                    " share a session; every configuration needs its own KV pool");
-      }
+  return out;
+}
+
+EvalReport EvaluationRunner::run(Session& session, const EvalProgressFn& progress,
+                                 const std::atomic<bool>* cancel) {
+  for (const EvalConfig& c : configs_) {
+    const auto& served = session.policies();
+    if (std::find(served.begin(), served.end(), c.policy) == served.end()) {
+      throw Error("evaluation: the session has no KV pool for policy " +
+                  std::string(to_string(c.policy)) + " (needed by " + c.key() + ")");
     }
   }
   const Clock::time_point t0 = Clock::now();
   EvalReport report;
   report.question_source = questions_.source;
   report.corpus = store_.path().string();
-  report.model = sessions.front()->config().name;
-  report.backend = sessions.front()->backend_name();
+  report.model = session.config().name;
+  report.backend = session.backend_name();
   report.options = options_;
   report.configs = configs_;
   report.planned_questions = int(questions_.questions.size());
-  const bool chat = use_chat_template(options_, *sessions.front());
-  report.chat_template =
-      chat ? to_string(detect_chat_template(sessions.front()->model().chat_template)) : "off";
+  report.chat_template = "off";
+  PreparationOptions preparation;
+  preparation.chat = options_.chat;
   const int lazy = report.config_index(Mode::Block, Policy::Lazy);
   const int materialized = report.config_index(Mode::Block, Policy::Materialized);
   auto cancelled = [&] { return cancel && cancel->load(); };
@@ -547,8 +546,9 @@ EvalReport EvaluationRunner::run(const std::vector<Session*>& sessions,
     std::vector<RunResult> kept(configs_.size());
     bool complete = true;
     for (std::size_t c = 0; c < configs_.size(); ++c) {
-      Session& session = *sessions[c];
-      const Request request = eval_request(question, passages, options_, session);
+      const PreparedRequest prepared =
+          session.prepare(eval_request(question, passages, options_), preparation);
+      if (prepared.chat_template_applied) report.chat_template = to_string(prepared.template_kind);
       RunOptions run;
       run.mode = configs_[c].mode;
       run.policy = configs_[c].policy;
@@ -556,7 +556,7 @@ EvalReport EvaluationRunner::run(const std::vector<Session*>& sessions,
       run.keep_logits = int(c) == lazy || int(c) == materialized;
       run.cancel = cancel;
       const Clock::time_point start = Clock::now();
-      RunResult r = session.submit(request, run);
+      RunResult r = session.submit(prepared, run);
       const double request_ms = 1000.0 * seconds_since(start);
       if (r.cancelled) {
         complete = false;
@@ -577,8 +577,7 @@ EvalReport EvaluationRunner::run(const std::vector<Session*>& sessions,
     if (!complete) break;  // a half-answered question is not kept: every configuration or none
     if (lazy >= 0 && materialized >= 0) {
       result.identity =
-          compare_greedy_runs(kept[std::size_t(lazy)], kept[std::size_t(materialized)],
-                              logit_tolerance(report.backend));
+          agreement_of(kept[std::size_t(lazy)], kept[std::size_t(materialized)], report.backend);
     }
     report.questions.push_back(std::move(result));
     if (progress) {

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "corpora/evaluation.h"
@@ -17,6 +18,7 @@
 #include "engine/events/events.h"
 #include "engine/kv/policy.h"
 #include "engine/runtime/request.h"
+#include "engine/runtime/request_preparation.h"
 
 namespace lazyscope {
 class Session;
@@ -45,30 +47,27 @@ std::vector<EvalConfig> eval_configs(const std::vector<Mode>& modes,
 
 struct EvalOptions {
   Retrieval retrieval = Retrieval::bm25;
-  int k = 4;                  // passages per question (BM25 top-k; gold uses all gold passages)
-  int max_new_tokens = 24;    // answers are short
-  std::string system;         // system text; empty: the chat template's default (none when plain)
-  std::string chat = "auto";  // wrap in the model's chat template: auto (when it has one), on, off
+  int k = 4;                // passages per question (BM25 top-k; gold uses all gold passages)
+  int max_new_tokens = 24;  // answers are short
+  std::string system;       // system text; empty: the chat template's default (none when plain)
+  ChatMode chat = ChatMode::Auto;  // the model's chat template: auto (when it has one), on, off
 };
 
-// Greedy tokens of two runs of the same prompt: identical, or the first step where they differ
-// and whether that flip is a near-tie: the step's max |delta logit| is within `tolerance` (what
-// rounding can do on the backend) and each run's margin between the two tokens is within that
-// difference, so rounding decides it.
+// The engine's equivalence verdict (engine/runtime/equivalence.h) for block/lazy vs
+// block/materialized on one question, as the report keeps it.
 struct TokenAgreement {
   bool identical = true;
-  bool near_tie = false;
+  bool near_tie = false;      // the first flip is within rounding (both margins within tolerance)
   int step = -1;              // first differing step, -1 when identical
   double max_abs_diff = 0.0;  // max |delta logit| over the compared steps
   double margin_a = 0.0, margin_b = 0.0;
+  std::string explanation;  // the engine's one-sentence verdict
   bool acceptable() const { return identical || near_tie; }
   std::string describe() const;
 };
-// Needs both runs' step_logits (RunOptions::keep_logits); without them a flip is never a near-tie.
-TokenAgreement compare_greedy_runs(const RunResult& a, const RunResult& b, double tolerance);
-// What rounding can do to a logit: 1e-4 on the CPU (exact fp32; design rule for lazy vs
-// materialized), 0.25 elsewhere (bf16 activations on the GPU).
-double logit_tolerance(const std::string& backend);
+// Judges two runs of the same prompt by the engine's rule (needs both runs' step_logits),
+// with the rounding tolerance of `backend`.
+TokenAgreement agreement_of(const RunResult& a, const RunResult& b, const std::string& backend);
 
 struct ConfigAnswer {
   bool ran = false;
@@ -135,11 +134,16 @@ struct EvalReport {
   std::vector<ConfigSummary> summaries() const;
   int config_index(Mode mode, Policy policy) const;  // -1 when absent
   IdentityVerdict identity() const;
-  // Exact match of full attention minus that of block attention, in points (0..100), when both
-  // ran: full/none (else full/prefix) against block/lazy (else the first block configuration).
+  // Exact match (containment) of full attention minus that of block attention, in points
+  // (0..100), when both ran: full/none (else full/prefix) against block/lazy (else the first
+  // block configuration).
   std::optional<double> block_em_loss_points() const;
-  // A plain warning when block attention loses more than 3 EM points against full; "" otherwise.
+  std::optional<double> block_contains_loss_points() const;
+  // A plain warning when block attention loses more than 3 points of exact match or of
+  // containment against full attention; "" otherwise.
   std::string block_quality_note() const;
+  // Indexes of the full and block configurations compared above.
+  std::optional<std::pair<int, int>> full_and_block() const;
 };
 
 // The identity rule on answer lists: question i of `a` and of `b` (same question ids) must have
@@ -154,10 +158,11 @@ nlohmann::json report_json(const EvalReport& report);
 EvalReport report_from_json(const nlohmann::json& json, const std::string& source);
 EvalReport load_report_json(const std::filesystem::path& path);
 
-// The text request one question runs with: system text as the prefix, one document per
-// passage (title as its label), the question, and the chat template applied as `chat` says.
+// The request one question runs with: system text as the prefix, one document per passage (its
+// title as the label), the question; Session::prepare then applies the chat setting, exactly as
+// `generate` and the workbench do.
 Request eval_request(const Question& question, const std::vector<Document>& passages,
-                     const EvalOptions& options, const Session& session);
+                     const EvalOptions& options);
 
 struct EvalProgress {
   int done = 0;   // questions finished
@@ -174,11 +179,14 @@ class EvaluationRunner {
   EvaluationRunner(const DocumentStore& store, QuestionSet questions,
                    std::vector<EvalConfig> configs, EvalOptions options);
 
-  // sessions[i] runs configs[i]. Every configuration needs its own Session (its own KV pool and
-  // history): passing one session twice is an error. Questions run one by one, each under every
-  // configuration; `cancel` stops after the current request and keeps the finished questions.
-  EvalReport run(const std::vector<Session*>& sessions, const EvalProgressFn& progress = {},
+  // Runs every question under every configuration on `session`, whose per-policy KV pools give
+  // each policy its own pool and history (the session must serve every configuration's
+  // policy). Questions run one by one, each under every configuration; `cancel` stops after
+  // the current request and keeps the finished questions.
+  EvalReport run(Session& session, const EvalProgressFn& progress = {},
                  const std::atomic<bool>* cancel = nullptr);
+  // The distinct policies of the configurations (what the session must serve).
+  std::vector<Policy> policies() const;
 
   const QuestionSet& questions() const { return questions_; }
   const std::vector<EvalConfig>& configs() const { return configs_; }

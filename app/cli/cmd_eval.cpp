@@ -213,7 +213,7 @@ void run_eval(const EvalArgs& args) {
   options.k = args.k;
   options.max_new_tokens = args.max_new_tokens;
   options.system = args.system;
-  options.chat = args.chat;
+  options.chat = parse_chat_mode(args.chat);
   const std::vector<EvalConfig> configs = configs_from(args);
 
   ProgressBar bar;
@@ -234,24 +234,17 @@ void run_eval(const EvalArgs& args) {
   session_options.kv_budget_bytes = parse_byte_size(args.kv_budget);
   session_options.block_size = args.block_size;
   session_options.cpu_threads = args.threads;
+  session_options.policies = runner.policies();  // one KV pool (and history) per policy
   SessionRecorder recorder;
-  // One session per configuration: its own KV pool and history (no policy reuses another's KV).
-  std::vector<std::unique_ptr<Session>> sessions;
-  std::vector<Session*> pointers;
-  for (const EvalConfig& c : configs) {
-    bar.update(0.0, "loading the model for " + c.key());
-    sessions.push_back(
-        std::make_unique<Session>(session_options, args.record.empty() ? nullptr : &recorder));
-    pointers.push_back(sessions.back().get());
-  }
+  bar.update(0.0, "loading the model");
+  Session session(session_options, args.record.empty() ? nullptr : &recorder, bar.callback());
   bar.finish();
-  if (!sessions.front()->backend_note().empty()) {
-    std::fprintf(stderr, "note: %s\n", sessions.front()->backend_note().c_str());
+  if (!session.backend_note().empty()) {
+    std::fprintf(stderr, "note: %s\n", session.backend_note().c_str());
   }
   std::fprintf(stderr, "model %s on %s (%s); %zu questions x %zu configurations\n",
-               sessions.front()->config().name.c_str(), sessions.front()->backend_name().c_str(),
-               sessions.front()->device().c_str(), runner.questions().questions.size(),
-               configs.size());
+               session.config().name.c_str(), session.backend_name().c_str(),
+               session.device().c_str(), runner.questions().questions.size(), configs.size());
 
   const bool tty = isatty(fileno(stderr)) != 0;
   auto progress = [&](const EvalProgress& p) {
@@ -264,7 +257,7 @@ void run_eval(const EvalArgs& args) {
                    format_duration(p.elapsed_s).c_str());
     }
   };
-  const EvalReport report = runner.run(pointers, progress, &g_interrupted);
+  const EvalReport report = runner.run(session, progress, &g_interrupted);
   bar.finish();
 
   if (!args.quiet) print_answers(report);
@@ -276,7 +269,7 @@ void run_eval(const EvalArgs& args) {
   if (!args.record.empty()) {
     recorder.set_metadata("model", report.model);
     recorder.set_metadata("backend", report.backend);
-    recorder.set_metadata("device", sessions.front()->device());
+    recorder.set_metadata("device", session.device());
     recorder.set_metadata("kv_budget_bytes", std::to_string(session_options.kv_budget_bytes));
     recorder.set_metadata("tool", "lazyscope-cli eval");
     recorder.set_metadata("evaluation", report_json(report).dump());
@@ -350,7 +343,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--record", args->record,
                   "Save the session (requests, blocks, tokens, the evaluation) as a SQLite report");
   cmd->add_option("--backend", args->backend, "auto, cpu or cuda")->capture_default_str();
-  cmd->add_option("--kv-budget", args->kv_budget, "KV pool size of each configuration, e.g. 256MiB")
+  cmd->add_option("--kv-budget", args->kv_budget, "KV pool size of each policy, e.g. 256MiB")
       ->capture_default_str();
   cmd->add_option("--block-size", args->block_size, "Tokens per KV block")->capture_default_str();
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)");

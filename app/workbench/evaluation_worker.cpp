@@ -1,7 +1,5 @@
 #include "app/workbench/evaluation_worker.h"
 
-#include <memory>
-
 #include "corpora/document_store.h"
 #include "corpora/sample_corpus.h"
 #include "engine/model/model_loader.h"
@@ -33,24 +31,18 @@ void EvaluationWorker::run(const EvaluationPlan& plan) {
     options.backend = parse_backend_kind(plan.backend.toStdString());
     options.kv_budget_bytes =
         plan.kv_budget_bytes > 0 ? std::size_t(plan.kv_budget_bytes) : (256ull << 20);
-    std::vector<std::unique_ptr<Session>>
-        sessions;  // one per configuration: its own pool and history
-    std::vector<Session*> pointers;
-    for (const EvalConfig& c : plan.configs) {
-      if (cancel_.load()) break;
-      Q_EMIT status(tr("Loading the model for %1…").arg(QString::fromStdString(c.key())));
-      sessions.push_back(std::make_unique<Session>(options));
-      pointers.push_back(sessions.back().get());
-    }
+    options.policies = runner.policies();  // one KV pool and history per policy
+    Q_EMIT status(tr("Loading the model…"));
+    Session session(options);
     if (cancel_.load()) {
       Q_EMIT finished(true, 0.0);
       return;
     }
     const int total = int(runner.questions().questions.size());
-    Q_EMIT started(plan.configs, total, QString::fromStdString(sessions.front()->config().name));
+    Q_EMIT started(plan.configs, total, QString::fromStdString(session.config().name));
     Q_EMIT status(tr("Evaluating %1 questions…").arg(total));
     const EvalReport report = runner.run(
-        pointers,
+        session,
         [this](const EvalProgress& p) {
           if (p.last) Q_EMIT questionFinished(*p.last, p.done, p.total, p.remaining_s);
         },

@@ -1,6 +1,6 @@
 #pragma once
-// Runs an evaluation (corpora::EvaluationRunner) on its own thread with its own sessions, one per
-// configuration (each its own KV pool), and reports each finished question as a queued signal.
+// Runs an evaluation (corpora::EvaluationRunner) on its own thread with its own session (one KV
+// pool and history per policy), and reports each finished question as a queued signal.
 #include <QObject>
 #include <QString>
 #include <atomic>

@@ -83,7 +83,8 @@ MainWindow::MainWindow(const WorkbenchOptions& options, QWidget* parent)
   connect(prompt_, &PromptPanel::stopRequested, this, &MainWindow::stopRun);
   connect(corpus_, &CorpusPanel::questionChanged, prompt_, &PromptPanel::setQuery);
   connect(block_map_->model(), &BlockMapModel::changed, this, &MainWindow::updateStatus);
-  evaluation_->setSystemTextSource([this] { return prompt_->systemText(); });
+  evaluation_->setPromptSource([this] { return prompt_->systemText(); },
+                               [this] { return prompt_->chatMode(); });
   connect(this, &MainWindow::modelReady, evaluation_, [this](const ModelInfo& info) {
     evaluation_->setModel(info.name, info.path, info.backend, info.kv_budget_bytes);
   });
@@ -94,7 +95,8 @@ MainWindow::MainWindow(const WorkbenchOptions& options, QWidget* parent)
             prompt_->setQuery(question);
           });
   connect(block_map_, &BlockMapView::policyChanged, this, [this](const QString& policy) {
-    QMetaObject::invokeMethod(worker_, "emitSnapshot", Qt::QueuedConnection, Q_ARG(QString, policy));
+    QMetaObject::invokeMethod(worker_, "emitSnapshot", Qt::QueuedConnection,
+                              Q_ARG(QString, policy));
   });
 
   // Defaults from the bundled settings file; the user's own settings override them.
@@ -139,8 +141,8 @@ void MainWindow::buildDocks() {
   // Under the equivalence strip, not beside it: both want the full width of the outputs.
   splitDockWidget(equivalence_dock, timeline_dock, Qt::Vertical);
   evaluation_ = new EvaluationPanel(this);
-  tabifyDockWidget(timeline_dock, make_dock(tr("Evaluation: answer quality"), QStringLiteral("dock_evaluation"),
-                                            evaluation_, this));
+  tabifyDockWidget(timeline_dock, make_dock(tr("Evaluation: answer quality"),
+                                            QStringLiteral("dock_evaluation"), evaluation_, this));
   timeline_dock->raise();
   // The side docks own the bottom corners; the equivalence strip sits under the outputs.
   setCorner(Qt::BottomLeftCorner, Qt::LeftDockWidgetArea);
@@ -431,7 +433,8 @@ bool MainWindow::exportSessionReport(const QString& path) {
     guard.check();
     save_session_sqlite(worker_->recordingSnapshot(), target);
   } catch (const std::exception& e) {
-    showError(tr("Could not export the session report to %1").arg(path), QString::fromUtf8(e.what()));
+    showError(tr("Could not export the session report to %1").arg(path),
+              QString::fromUtf8(e.what()));
     return false;
   }
   statusBar()->showMessage(tr("Session report written to %1").arg(path), 5000);
@@ -498,15 +501,16 @@ void MainWindow::updateStatus() {
                                    model_info_.device.toHtmlEscaped()));
   const BlockMapModel* m = block_map_->model();
   const int total = m->blockCount();
-  pool_label_->setText(total == 0 ? tr("KV pool: –")
-                                  : tr("KV pool of %6: %1 / %2 blocks (%3 of %4) · block %5 tokens · "
-                                       "one pool per policy")
-                                        .arg(m->usedBlocks())
-                                        .arg(total)
-                                        .arg(format_bytes(m->bytesPerBlock() * m->usedBlocks()))
-                                        .arg(format_bytes(m->bytesPerBlock() * total))
-                                        .arg(m->blockSize())
-                                        .arg(m->policy()));
+  pool_label_->setText(total == 0
+                           ? tr("KV pool: –")
+                           : tr("KV pool of %6: %1 / %2 blocks (%3 of %4) · block %5 tokens · "
+                                "one pool per policy")
+                                 .arg(m->usedBlocks())
+                                 .arg(total)
+                                 .arg(format_bytes(m->bytesPerBlock() * m->usedBlocks()))
+                                 .arg(format_bytes(m->bytesPerBlock() * total))
+                                 .arg(m->blockSize())
+                                 .arg(m->policy()));
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

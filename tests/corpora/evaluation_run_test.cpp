@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "corpora/document_store.h"
@@ -21,8 +20,7 @@ std::vector<EvalConfig> three_configs() {
       {Mode::Full, Policy::None}, {Mode::Block, Policy::Lazy}, {Mode::Block, Policy::Materialized}};
 }
 
-EvalReport run_tiny(const DocumentStore& store, int questions,
-                    std::vector<std::unique_ptr<Session>>& sessions) {
+EvalReport run_tiny(const DocumentStore& store, int questions) {
   QuestionSet set = sample_question_set();
   limit_questions(set, questions);
   EvalOptions options;
@@ -31,20 +29,16 @@ EvalReport run_tiny(const DocumentStore& store, int questions,
   SessionOptions so;
   so.model = lazyscope::testing::tiny_model_dir();
   so.backend = BackendKind::Cpu;
-  std::vector<Session*> pointers;
-  for (std::size_t i = 0; i < runner.configs().size(); ++i) {
-    sessions.push_back(std::make_unique<Session>(so));
-    pointers.push_back(sessions.back().get());
-  }
-  return runner.run(pointers);
+  so.policies = runner.policies();
+  Session session(so);  // a fresh session: its pools start empty
+  return runner.run(session);
 }
 
 TEST(EvaluationRun, FiveSampleQuestionsGiveTheJsonShapeAndTheSameFiguresTwice) {
   DocumentStore store =
       DocumentStore::open(default_sample_corpus_db(), DocumentStore::Mode::read_only);
-  std::vector<std::unique_ptr<Session>> first_sessions, second_sessions;
-  const EvalReport first = run_tiny(store, 5, first_sessions);
-  const EvalReport second = run_tiny(store, 5, second_sessions);
+  const EvalReport first = run_tiny(store, 5);
+  const EvalReport second = run_tiny(store, 5);
   ASSERT_EQ(first.questions.size(), 5u);
   EXPECT_FALSE(first.cancelled);
 
@@ -83,7 +77,7 @@ TEST(EvaluationRun, FiveSampleQuestionsGiveTheJsonShapeAndTheSameFiguresTwice) {
   EXPECT_TRUE(j["lazy_vs_materialized"]["checked"].get<bool>());
   EXPECT_TRUE(j["lazy_vs_materialized"]["identical"].get<bool>());  // exact fp32 on the CPU
 
-  // Everything but the clocks is the same on a second run with fresh sessions.
+  // Everything but the clocks is the same on a second run with a fresh session.
   const auto a = first.summaries();
   const auto b = second.summaries();
   ASSERT_EQ(a.size(), b.size());
@@ -125,19 +119,20 @@ TEST(EvaluationRun, FiveSampleQuestionsGiveTheJsonShapeAndTheSameFiguresTwice) {
   EXPECT_GT(a[1].token_hit_ratio, 0.0);
 }
 
-TEST(EvaluationRun, EveryConfigurationNeedsItsOwnSession) {
+TEST(EvaluationRun, TheSessionMustServeEveryPolicy) {
   DocumentStore store =
       DocumentStore::open(default_sample_corpus_db(), DocumentStore::Mode::read_only);
   QuestionSet set = sample_question_set();
   limit_questions(set, 1);
   EvaluationRunner runner(store, set, three_configs(), EvalOptions{});
+  EXPECT_EQ(runner.policies(),
+            (std::vector<Policy>{Policy::None, Policy::Lazy, Policy::Materialized}));
   SessionOptions so;
   so.model = lazyscope::testing::tiny_model_dir();
   so.backend = BackendKind::Cpu;
-  Session shared(so), other(so);
-  EXPECT_NE(error_of([&] {
-              runner.run({&shared, &other, &shared});
-            }).find("share a session"),
+  so.policies = {Policy::Lazy, Policy::Materialized};
+  Session session(so);
+  EXPECT_NE(error_of([&] { runner.run(session); }).find("no KV pool for policy none"),
             std::string::npos);
 }
 
@@ -155,7 +150,7 @@ TEST(EvaluationRun, CancelKeepsOnlyFinishedQuestions) {
   Session session(so);
   std::atomic<bool> cancel{false};
   const EvalReport report = runner.run(
-      {&session},
+      session,
       [&](const EvalProgress& p) {
         EXPECT_EQ(p.total, 4);
         EXPECT_GE(p.remaining_s, 0.0);
@@ -227,34 +222,39 @@ TEST(IdentityCheck, FailsAndNamesTheQuestionWhenAnswerListsDiffer) {
   EXPECT_NE(bad.describe().find("q2"), std::string::npos);
 
   // A flip recorded as a near-tie (both margins within the step's |dlogit|) is reported apart.
-  different[1].identity = TokenAgreement{false, true, 1, 1e-6, 5e-7, 4e-7};
+  TokenAgreement near_tie;
+  near_tie.identical = false;
+  near_tie.near_tie = true;
+  near_tie.step = 1;
+  different[1].identity = near_tie;
   IdentityVerdict tie = check_identical_answers(different, 0, 1);
   EXPECT_TRUE(tie.ok());
   EXPECT_EQ(tie.near_ties, std::vector<std::string>{"q2"});
 }
 
-TEST(IdentityCheck, ANearTieNeedsBothMarginsWithinTheLogitDifference) {
+TEST(IdentityCheck, AgreementFollowsTheEnginesEquivalenceRule) {
   RunResult a, b;
   a.generated_ids = {3, 1};
-  b.generated_ids = {3, 2};
-  a.step_logits = {{0, 0, 0, 9}, {0, 5.0f, 4.9999f, 0}};
-  b.step_logits = {{0, 0, 0, 9}, {0, 4.9999f, 5.0001f, 0}};
-  TokenAgreement tie = compare_greedy_runs(a, b, 1e-3);
-  EXPECT_FALSE(tie.identical);
-  EXPECT_EQ(tie.step, 1);
-  EXPECT_TRUE(tie.near_tie);
-  // The same flip on a backend where logits must agree to 1e-4: the difference itself is too big.
-  EXPECT_FALSE(compare_greedy_runs(a, b, 1e-4).near_tie);
-  b.step_logits[1] = {0, 4.0f, 5.0f, 0};  // materialized prefers token 2 by a full logit
-  TokenAgreement real = compare_greedy_runs(a, b, 0.25);
-  EXPECT_FALSE(real.near_tie);
-  EXPECT_FALSE(real.acceptable());
-  // A margin larger than the step's difference is no near-tie either.
-  a.step_logits[1] = {0, 5.0f, 4.7f, 0};
-  b.step_logits[1] = {0, 4.9f, 4.95f, 0};
-  EXPECT_FALSE(compare_greedy_runs(a, b, 0.25).near_tie);  // margin 0.3 > |dlogit| 0.25
   b.generated_ids = {3, 1};
-  EXPECT_TRUE(compare_greedy_runs(a, b, 0.25).identical);
+  a.step_logits = {{0, 0, 0, 9}, {0, 5.0f, 4.0f, 0}};
+  b.step_logits = a.step_logits;
+  EXPECT_TRUE(agreement_of(a, b, "cpu").identical);
+  // A flip by a full logit on the CPU (fp32: 1e-4): a real difference.
+  b.generated_ids = {3, 2};
+  b.step_logits[1] = {0, 4.0f, 5.0f, 0};
+  const TokenAgreement real = agreement_of(a, b, "cpu");
+  EXPECT_FALSE(real.identical);
+  EXPECT_FALSE(real.near_tie);
+  EXPECT_EQ(real.step, 1);
+  EXPECT_FALSE(real.acceptable());
+  EXPECT_FALSE(real.describe().empty());
+  // Two tokens within rounding of each other in both runs: a near-tie.
+  a.step_logits[1] = {0, 5.0f, 4.99995f, 0};
+  b.step_logits[1] = {0, 4.99995f, 5.0f, 0};
+  const TokenAgreement tie = agreement_of(a, b, "cpu");
+  EXPECT_FALSE(tie.identical);
+  EXPECT_TRUE(tie.near_tie) << tie.describe();
+  EXPECT_TRUE(tie.acceptable());
 }
 
 }  // namespace

@@ -286,9 +286,10 @@ bool EvaluationPanel::start() {
   plan.options.k = k_->value();
   plan.options.max_new_tokens = max_tokens_->value();
   if (system_text_) plan.options.system = system_text_().trimmed().toStdString();
+  if (chat_mode_) plan.options.chat = chat_mode_();
   worker_->clearStop();
   setRunning(true);
-  progress_->setRange(0, 0);  // busy until the sessions are loaded
+  progress_->setRange(0, 0);  // busy until the session is loaded
   QMetaObject::invokeMethod(worker_, "run", Qt::QueuedConnection,
                             Q_ARG(lazyscope::workbench::EvaluationPlan, plan));
   return true;

@@ -38,8 +38,12 @@ class EvaluationPanel : public QWidget {
                 qint64 kv_budget_bytes);
   // The open corpus (empty path: the bundled sample) and how many questions it holds.
   void setCorpus(const QString& path, int question_count);
-  // Where the system text comes from (the prompt panel's), read when Run is pressed.
-  void setSystemTextSource(std::function<QString()> source) { system_text_ = std::move(source); }
+  // Where the system text and the chat setting come from (the prompt panel's), read when Run is
+  // pressed, so the evaluation runs the prompt the Run button would.
+  void setPromptSource(std::function<QString()> system_text, std::function<ChatMode()> chat) {
+    system_text_ = std::move(system_text);
+    chat_mode_ = std::move(chat);
+  }
 
   EvaluationModel* model() { return &model_; }
   QCustomPlot* chart() { return chart_; }
@@ -77,6 +81,7 @@ class EvaluationPanel : public QWidget {
   QThread thread_;
   EvaluationWorker* worker_ = nullptr;
   std::function<QString()> system_text_;
+  std::function<ChatMode()> chat_mode_;
   QString model_name_, model_path_, backend_;
   qint64 kv_budget_bytes_ = 0;
   bool model_ready_ = false;

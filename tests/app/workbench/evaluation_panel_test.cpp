@@ -53,7 +53,8 @@ TEST(EvaluationModel, ShowsOnlyDisagreementsUnlessAskedForAll) {
   EXPECT_NEAR(summaries[0].exact_match, 2.0 / 3.0, 1e-12);  // q1, q2 exact; q3 wrong
   EXPECT_NEAR(summaries[1].exact_match, 1.0 / 3.0, 1e-12);
   // Full beats block by 33 points here: the panel's warning says so.
-  EXPECT_NE(model.report().block_quality_note().find("loses 33.3 EM points"), std::string::npos);
+  EXPECT_NE(model.report().block_quality_note().find("loses 33.3 exact-match"), std::string::npos)
+      << model.report().block_quality_note();
 }
 
 TEST(EvaluationPanel, RunsSampleQuestionsAndARowLoadsThePrompt) {
