@@ -55,12 +55,14 @@ Session::Session(const SessionOptions& options, EventSink* sink, const ProgressF
     impl_->model.config.shape = synthetic_shape(options.synthetic);
     impl_->model.config.name = "synthetic " + options.synthetic;
     impl_->model.identity = "synthetic:" + options.synthetic + ":" + std::to_string(options.synthetic_seed);
-    impl_->backend = make_backend_for(options.backend, impl_->model.config.shape, options.cpu_threads, &impl_->note);
+    impl_->backend = make_backend_for(options.backend, impl_->model.config.shape, options.cpu_threads, &impl_->note,
+                                               options.cpu_precision);
     if (progress) progress(0.1, "making synthetic weights on " + impl_->backend->name());
     impl_->backend->load_synthetic(impl_->model.config.shape, options.synthetic_seed);
   } else {
     impl_->model = load_model(options.model, progress);
-    impl_->backend = make_backend_for(options.backend, impl_->model.config.shape, options.cpu_threads, &impl_->note);
+    impl_->backend = make_backend_for(options.backend, impl_->model.config.shape, options.cpu_threads, &impl_->note,
+                                               options.cpu_precision);
     if (progress) progress(0.95, "uploading weights to " + impl_->backend->name());
     impl_->backend->load(impl_->model.config.shape, impl_->model.weights.view());
   }

@@ -31,6 +31,7 @@ struct SessionOptions {
   std::size_t kv_budget_bytes = 64ull << 20;
   int block_size = 16;
   int cpu_threads = 0;                   // 0 = all cores
+  CpuPrecision cpu_precision = CpuPrecision::Fast;  // CPU backend: fast kernels or the exact fp32 reference
   bool trace_device = false;             // CUPTI kernel trace + NVTX ranges (CUDA backend only)
 };
 
