@@ -27,6 +27,7 @@ struct GenerateArgs {
   std::string compare;
   std::string dump_logits;
   std::string backend = "auto";
+  std::string cpu_precision = "fast";
   std::string kv_budget = "256MiB";
   std::string chat = "auto";
   std::string record;
@@ -127,6 +128,7 @@ void run_generate(const GenerateArgs& args) {
   options.kv_budget_bytes = parse_byte_size(args.kv_budget);
   options.block_size = args.block_size;
   options.cpu_threads = args.threads;
+  options.cpu_precision = parse_cpu_precision(args.cpu_precision);
   options.trace_device = args.trace_gpu;
   if (args.trace_gpu && args.record.empty()) throw Error("--trace-gpu needs --record FILE (the trace is saved in the report)");
   Request request = load_request_file(args.request_file);
@@ -209,6 +211,9 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--block-size", args->block_size, "Tokens per KV block")->capture_default_str();
   cmd->add_option("--max-new-tokens", args->max_new_tokens, "Override the request's max_new_tokens");
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)");
+  cmd->add_option("--cpu-precision", args->cpu_precision,
+                  "CPU backend: fast (weights in their file's format, int8/SIMD kernels) or exact (the fp32 reference)")
+      ->capture_default_str();
   cmd->add_option("--chat", args->chat, "Wrap text requests in the model's chat template: auto, on, off")->capture_default_str();
   cmd->add_option("--record", args->record, "Save the session (requests, segments, block events, tokens, spans) as a SQLite report");
   cmd->add_flag("--trace-gpu", args->trace_gpu,

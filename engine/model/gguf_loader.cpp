@@ -205,7 +205,8 @@ ModelConfig gguf_model_config(const GgufFile& file) {
   return config;
 }
 
-LoadedModel load_gguf_model(const std::filesystem::path& gguf_path, const ProgressFn& progress) {
+LoadedModel load_gguf_model(const std::filesystem::path& gguf_path, const ProgressFn& progress,
+                            bool fp32_matrices) {
   if (progress) progress(0.0, "reading " + gguf_path.filename().string());
   const GgufFile file = GgufFile::open(gguf_path);
   const std::string name = gguf_path.string();
@@ -256,7 +257,7 @@ LoadedModel load_gguf_model(const std::filesystem::path& gguf_path, const Progre
     }
   };
 
-  auto load = [&](const std::string& tensor_name, std::vector<int64_t> expected) {
+  auto load = [&](const std::string& tensor_name, std::vector<int64_t> expected, bool matrix = false) {
     const GgufTensorInfo* tensor = file.find_tensor(tensor_name);
     if (!tensor) throw Error(name + ": tensor '" + tensor_name + "' is missing");
     if (squeezed(tensor->dims) != expected) {
@@ -264,6 +265,7 @@ LoadedModel load_gguf_model(const std::filesystem::path& gguf_path, const Progre
                   ", but the metadata implies " + dims_string(expected));
     }
     used.insert(tensor_name);
+    if (matrix && !fp32_matrices && weight_format_info(WeightFormat(tensor->type))) return std::vector<float>{};
     std::vector<float> values = file.dequantize(*tensor);
     if (progress) {
       progress(double(used.size()) / double(total_tensors), "dequantizing " + tensor_name);
@@ -271,9 +273,9 @@ LoadedModel load_gguf_model(const std::filesystem::path& gguf_path, const Progre
     return values;
   };
 
-  model.weights.embed = load("token_embd.weight", {hidden, vocab});
+  model.weights.embed = load("token_embd.weight", {hidden, vocab}, true);
   model.weights.final_norm = load("output_norm.weight", {hidden});
-  if (!shape.tie_word_embeddings) model.weights.lm_head = load("output.weight", {hidden, vocab});
+  if (!shape.tie_word_embeddings) model.weights.lm_head = load("output.weight", {hidden, vocab}, true);
   model.weights.layers.resize(std::size_t(shape.num_layers));
   keep("token_embd.weight", model.weights.embed_stored, 0);
   if (!shape.tie_word_embeddings) keep("output.weight", model.weights.lm_head_stored, 0);
@@ -282,16 +284,16 @@ LoadedModel load_gguf_model(const std::filesystem::path& gguf_path, const Progre
     const std::string b = "blk." + std::to_string(l) + ".";
     LayerWeights& layer = model.weights.layers[std::size_t(l)];
     layer.attn_norm = load(b + "attn_norm.weight", {hidden});
-    layer.wq = load(b + "attn_q.weight", {hidden, q_dim});
-    layer.wk = load(b + "attn_k.weight", {hidden, kv_dim});
-    layer.wv = load(b + "attn_v.weight", {hidden, kv_dim});
-    layer.wo = load(b + "attn_output.weight", {q_dim, hidden});
+    layer.wq = load(b + "attn_q.weight", {hidden, q_dim}, true);
+    layer.wk = load(b + "attn_k.weight", {hidden, kv_dim}, true);
+    layer.wv = load(b + "attn_v.weight", {hidden, kv_dim}, true);
+    layer.wo = load(b + "attn_output.weight", {q_dim, hidden}, true);
     layer.mlp_norm = load(b + "ffn_norm.weight", {hidden});
-    layer.w_gate = load(b + "ffn_gate.weight", {hidden, inter});
-    layer.w_up = load(b + "ffn_up.weight", {hidden, inter});
-    layer.w_down = load(b + "ffn_down.weight", {inter, hidden});
-    gguf_unpermute_qk_rows(layer.wq, shape.num_heads, shape.head_dim, int(hidden));
-    gguf_unpermute_qk_rows(layer.wk, shape.num_kv_heads, shape.head_dim, int(hidden));
+    layer.w_gate = load(b + "ffn_gate.weight", {hidden, inter}, true);
+    layer.w_up = load(b + "ffn_up.weight", {hidden, inter}, true);
+    layer.w_down = load(b + "ffn_down.weight", {inter, hidden}, true);
+    if (!layer.wq.empty()) gguf_unpermute_qk_rows(layer.wq, shape.num_heads, shape.head_dim, int(hidden));
+    if (!layer.wk.empty()) gguf_unpermute_qk_rows(layer.wk, shape.num_kv_heads, shape.head_dim, int(hidden));
     StoredLayer& stored = model.weights.stored_layers[std::size_t(l)];
     keep(b + "attn_q.weight", stored.wq, shape.num_heads);
     keep(b + "attn_k.weight", stored.wk, shape.num_kv_heads);

@@ -25,7 +25,7 @@ WeightsView ModelWeights::view() const {
   }
   if (stored_layers.size() == layers.size() && !stored_layers.empty() && !embed_stored.bytes.empty()) {
     v.embed_packed = embed_stored.view();
-    v.lm_head_packed = lm_head.empty() ? v.embed_packed : lm_head_stored.view();
+    v.lm_head_packed = lm_head_stored.bytes.empty() ? v.embed_packed : lm_head_stored.view();
     for (const StoredLayer& l : stored_layers) {
       v.packed_layers.push_back({l.wq.view(), l.wk.view(), l.wv.view(), l.wo.view(), l.w_gate.view(),
                                  l.w_up.view(), l.w_down.view()});

@@ -277,6 +277,8 @@ LZ_AVX512 void tile_avx512(const ExpandedPair* expanded, int pairs, const uint8_
         mw[i] = _mm512_loadu_ps(e.mw);
       } else {
         const uint8_t* blk = rows[i] + std::size_t(2 * p) * L.bytes;
+        // Streaming the weights from memory is the decode step's cost: ask for them early.
+        _mm_prefetch(reinterpret_cast<const char*>(blk) + 768, _MM_HINT_T0);
         u[i] = expand_pair<F>(blk);
         scales_pair<F>(blk, dw[i], mw[i]);
       }
