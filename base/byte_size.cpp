@@ -28,7 +28,11 @@ std::size_t parse_byte_size(const std::string& text) {
   if (it == units.end() || !(value >= 0) || !std::isfinite(value)) {
     throw Error("cannot read a byte size from '" + text + "' (try 64MiB or 1GiB)");
   }
-  return std::size_t(value * it->second);
+  const double bytes = value * it->second;
+  if (!(bytes < 18446744073709551616.0)) {  // 2^64: beyond any size_t
+    throw Error("byte size '" + text + "' is too large (at most 16 EiB)");
+  }
+  return std::size_t(bytes);
 }
 
 }  // namespace lazyscope

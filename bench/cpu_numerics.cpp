@@ -67,6 +67,7 @@ int run(int argc, char** argv) {
   options.model = model_path;
   options.backend = BackendKind::Cpu;
   options.kv_budget_bytes = 256ull << 20;
+  options.policies = {Policy::Lazy};
   options.cpu_threads = threads;
   options.cpu_precision = CpuPrecision::Exact;
   Session exact(options);
@@ -87,11 +88,12 @@ int run(int argc, char** argv) {
   for (const corpora::Question& q : questions) {
     std::vector<RagDocument> docs;
     for (const corpora::SearchHit& hit : store.search(q.question, 4)) docs.push_back({hit.document.title, hit.document.text});
-    const RagPromptParts parts = build_rag_prompt(exact.model().chat_template, "", docs, q.question);
-    Request request;
-    request.prefix = parts.prefix_text;
-    request.documents = parts.document_texts;
-    request.query = parts.query_text;
+    Request request;  // the engine's request preparation applies the chat template
+    for (const RagDocument& doc : docs) {
+      request.documents.push_back(doc.text);
+      request.document_labels.push_back(doc.title);
+    }
+    request.query = q.question;
     request.max_new_tokens = new_tokens;
     RunOptions run;
     run.mode = Mode::Block;

@@ -85,6 +85,7 @@ int run(int argc, char** argv) {
   options.model = model_path;
   options.backend = BackendKind::Cpu;
   options.kv_budget_bytes = 256ull << 20;
+  options.policies = {Policy::None, Policy::Lazy};  // one pool each: the two this bench runs
   options.cpu_threads = threads;
   options.cpu_precision = parse_cpu_precision(precision);
   const auto load_start = std::chrono::steady_clock::now();
@@ -141,11 +142,13 @@ int run(int argc, char** argv) {
   for (const corpora::SearchHit& hit : store.search(questions[0].question, 4)) {
     docs.push_back({hit.document.title, hit.document.text});
   }
-  const RagPromptParts parts = build_rag_prompt(session.model().chat_template, "", docs, questions[0].question);
+  // The engine's request preparation wraps it in the chat template (chat auto), as generate does.
   Request rag;
-  rag.prefix = parts.prefix_text;
-  rag.documents = parts.document_texts;
-  rag.query = parts.query_text;
+  for (const RagDocument& doc : docs) {
+    rag.documents.push_back(doc.text);
+    rag.document_labels.push_back(doc.title);
+  }
+  rag.query = questions[0].question;
   rag.max_new_tokens = 16;
   RunOptions run;
   run.mode = Mode::Block;

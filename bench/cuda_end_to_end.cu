@@ -1,18 +1,74 @@
 // End-to-end CUDA backend figures with synthetic weights: batch-1 decode against the weight-
-// bandwidth bound, prompt processing, and cached-RAG TTFT under none / lazy / materialized.
+// bandwidth bound, batched decode against the weight + KV bound, prompt processing, and
+// cached-RAG TTFT under none / lazy / materialized.
+// Options (one at a time): --model NAME (that model's batch-1 decode rows only), --quick (fewer
+// TTFT repeats), --sweep (GEMV split sweep), --decode-context N (batch-1 decode of llama-3.1-8b
+// after an N-token prompt: greedy and logits paths only), --batched (the batched decode table only).
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <string>
 #include <vector>
 
+#include "bench/cuda/scenarios.h"
 #include "bench/cuda_bench_util.h"
-#include "kernels/cuda/ops.h"
-#include "kernels/cuda/scenarios.h"
+#include "kernels/cuda/gemv.h"
 #include "kernels/cuda_entry.h"
+#include "kernels/synthetic_shapes.h"
 
 using namespace lazyscope;
+
+namespace {
+
+// Decode tokens/s by batch size against the bound: a step reads every weight once and each
+// sequence's K/V, at the device-to-device copy bandwidth.
+void print_batched_decode(double copy_gbs) {
+  const std::vector<int> batches{1, 2, 4, 8, 16, 32, 64};
+  constexpr int kContext = 1024, kSteps = 32;
+  std::printf("\n## Batched greedy decode (forward_batch_greedy; each sequence its own ~%d-token prompt, 896..1152; "
+              "%d steps, host clock, each step ends with the batch's tokens on the host; batch 1: the graph path)\n",
+              kContext, kSteps);
+  std::printf("bound: batch / ((weight bytes + the batch's K/V bytes) / copy bandwidth)\n\n");
+  std::printf("| model | batch | ms/step | tok/s | vs batch 1 | K/V GB/step | bound tok/s | %% of bound |\n"
+              "|---|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (const char* model : {"llama-3.2-1b", "llama-3.1-8b"}) {
+    const ModelShape shape = synthetic_shape(model);
+    const double weights = bench::decode_weight_bytes(shape);
+    const std::vector<bench::BatchedDecodeRow> rows = bench::measure_batched_decode(model, kContext, batches, kSteps);
+    const double single = rows.empty() ? 0.0 : rows.front().tokens_per_second();
+    for (const bench::BatchedDecodeRow& r : rows) {
+      const double bound = r.batch * copy_gbs * 1e9 / (weights + r.kv_bytes);
+      std::printf("| %s | %d | %.3f | %.1f | %.2fx | %.3f | %.0f | %.0f %% |\n", model, r.batch, r.ms_per_step,
+                  r.tokens_per_second(), r.tokens_per_second() / single, r.kv_bytes / 1e9, bound,
+                  100.0 * r.tokens_per_second() / bound);
+      std::fflush(stdout);
+    }
+  }
+}
+
+// Batch-1 decode of the 8B shape after a long prompt: the greedy path (device argmax) and the
+// logits path (every logit read back), same prompt, same run.
+void print_decode_at_context(double copy_gbs, int context) {
+  const char* model = "llama-3.1-8b";
+  const ModelShape shape = synthetic_shape(model);
+  const double bytes = bench::decode_weight_bytes(shape) + context * bench::kv_bytes_per_token(shape);
+  const bench::DecodeThroughput t = bench::measure_decode(model, context, 128, false);
+  std::printf("\n## Batch-1 decode of %s after a %d-token prompt (128 steps, host clock)\n\n", model, context);
+  std::printf("| path | ms/token | tok/s | %% of weight + K/V bound |\n|---|---:|---:|---:|\n");
+  const double bound = copy_gbs * 1e9 / bytes;
+  std::printf("| greedy (forward_greedy, graphs) | %.3f | %.1f | %.0f %% |\n", t.greedy_graph_ms,
+              1000.0 / t.greedy_graph_ms, 100.0 * 1000.0 / t.greedy_graph_ms / bound);
+  std::printf("| greedy, no graphs | %.3f | %.1f | %.0f %% |\n", t.greedy_stream_ms, 1000.0 / t.greedy_stream_ms,
+              100.0 * 1000.0 / t.greedy_stream_ms / bound);
+  std::printf("| logits read back, argmax on the host (graphs) | %.3f | %.1f | %.0f %% |\n", t.logits_ms,
+              1000.0 / t.logits_ms, 100.0 * 1000.0 / t.logits_ms / bound);
+  std::printf("same tokens on every path: %s; device ms/token (greedy): %.3f\n", t.tokens_match ? "yes" : "NO",
+              t.device_ms);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   try {
@@ -22,6 +78,19 @@ int main(int argc, char** argv) {
     }
     const double copy_gbs = bench::copy_bandwidth_gbs();
     std::printf("# End to end (synthetic bf16 weights)\n\ndevice-to-device copy: %.0f GB/s (read + write)\n", copy_gbs);
+    if (argc > 2 && std::strcmp(argv[1], "--decode-context") == 0) {
+      const int context = std::atoi(argv[2]);
+      if (context < 16 || context > 120000) {
+        std::fprintf(stderr, "bench_cuda_end_to_end: --decode-context %s: expected 16..120000 tokens\n", argv[2]);
+        return 2;
+      }
+      print_decode_at_context(copy_gbs, context);
+      return 0;
+    }
+    if (argc > 1 && std::strcmp(argv[1], "--batched") == 0) {
+      print_batched_decode(copy_gbs);
+      return 0;
+    }
     // `--model NAME`: only that model's decode row (a quick check of one shape).
     const bool one_model = argc > 2 && std::strcmp(argv[1], "--model") == 0;
     std::printf("\n## Batch-1 greedy decode (prompt 2048 tokens, 128 steps; host clock, each step ends with its token on the host)\n");
@@ -36,15 +105,15 @@ int main(int argc, char** argv) {
     struct ModelResult {
       std::string model;
       double bound;
-      cuda::DecodeThroughput t;
+      bench::DecodeThroughput t;
     };
     std::vector<ModelResult> results;
     for (const std::string& name : models) {
       const char* model = name.c_str();
-      const ModelShape shape = cuda::synthetic_model_shape(model);
-      const double bytes = cuda::decode_weight_bytes(shape);
+      const ModelShape shape = synthetic_shape(model);
+      const double bytes = bench::decode_weight_bytes(shape);
       const double bound = copy_gbs * 1e9 / bytes;
-      const cuda::DecodeThroughput t = cuda::measure_decode(model, 2048, 128);
+      const bench::DecodeThroughput t = bench::measure_decode(model, 2048, 128);
       const double graph_tps = 1000.0 / t.greedy_graph_ms, stream_tps = 1000.0 / t.greedy_stream_ms;
       std::printf("| %s | %.2f | %.0f | %.1f | %.0f %% | %.3f | %.1f | %.3f | %.1f | %.3f | %.0f %% | %d | %s | %.0f |\n",
                   model, bytes / 1e9, bound, graph_tps, 100.0 * graph_tps / bound, t.greedy_graph_ms, stream_tps,
@@ -66,7 +135,7 @@ int main(int argc, char** argv) {
     for (std::size_t v = 0; !results.empty() && v < results[0].t.variants.size(); ++v) {
       std::printf("| %s |", results[0].t.variants[v].name.c_str());
       for (const auto& r : results) {
-        const cuda::DecodeVariant& d = r.t.variants[v];
+        const bench::DecodeVariant& d = r.t.variants[v];
         if (d.ms <= 0) {
           std::printf(" failed |");
         } else {
@@ -83,6 +152,7 @@ int main(int argc, char** argv) {
     }
     std::fflush(stdout);
     if (one_model) return 0;
+    print_batched_decode(copy_gbs);
     std::printf("\n## bf16 GEMV at one token (the decode GEMMs), 8B and 1B shapes; GPU events over 50 back-to-back calls; PDL: programmatic dependent launch (the next call's weight loads start while this one drains); pf4: each warp bulk-prefetches its next 4 steps into L2\n| weight | splits | cuBLAS GB/s | gemv_bf16 GB/s | %% of copy | + pf4 GB/s | + PDL GB/s | + PDL + pf4 GB/s | best %% of copy |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     const int shapes[9][2] = {{6144, 4096}, {4096, 4096},  {28672, 4096}, {4096, 14336}, {128256, 4096},
                               {3072, 2048}, {2048, 2048},  {16384, 2048}, {2048, 8192}};
@@ -90,14 +160,14 @@ int main(int argc, char** argv) {
                             "8B lm_head 128256x4096", "1B wqkv 3072x2048", "1B wo 2048x2048",
                             "1B w_gate_up 16384x2048", "1B w_down 2048x8192"};
     for (int i = 0; i < 9; ++i) {
-      const double cublas = cuda::measure_gemv_gbs(shapes[i][0], shapes[i][1], false);
-      const double ours = cuda::measure_gemv_gbs(shapes[i][0], shapes[i][1], true);
+      const double cublas = bench::measure_gemv_gbs(shapes[i][0], shapes[i][1], false);
+      const double ours = bench::measure_gemv_gbs(shapes[i][0], shapes[i][1], true);
       double variant[3] = {0.0, 0.0, 0.0};
       const bool programmatic[3] = {false, true, true};
       const int prefetch[3] = {4, 0, 4};
       for (int v = 0; v < 3; ++v) {
         try {
-          variant[v] = cuda::measure_gemv_gbs(shapes[i][0], shapes[i][1], true, 0, 2, programmatic[v], prefetch[v]);
+          variant[v] = bench::measure_gemv_gbs(shapes[i][0], shapes[i][1], true, 0, 2, programmatic[v], prefetch[v]);
         } catch (const std::exception& e) {
           std::fprintf(stderr, "GEMV variant %d failed: %s\n", v, e.what());
         }
@@ -116,7 +186,7 @@ int main(int argc, char** argv) {
         for (int rows_per_warp : {2, 4}) {
           std::printf("| %s | %d |", names[i], rows_per_warp);
           for (int splits : {1, 2, 4, 8, 16}) {
-            std::printf(" %.0f |", cuda::measure_gemv_gbs(shapes[i][0], shapes[i][1], true, splits, rows_per_warp));
+            std::printf(" %.0f |", bench::measure_gemv_gbs(shapes[i][0], shapes[i][1], true, splits, rows_per_warp));
           }
           std::printf(" %d |\n", cuda::gemv_num_splits(shapes[i][0], shapes[i][1]));
           std::fflush(stdout);
@@ -129,7 +199,7 @@ int main(int argc, char** argv) {
     std::printf("medians: none %d runs in a phase of its own; lazy / materialized / rotated %d rounds in a rotating "
                 "order; wall: synchronised start to logits on the host; GPU: events around the same span; host: "
                 "forward() without the logits wait\n\n", repeats, 3 * repeats);
-    const cuda::RagTtft r = cuda::measure_rag_ttft("llama-3.1-8b", 5, 2048, 64, repeats);
+    const bench::RagTtft r = bench::measure_rag_ttft("llama-3.1-8b", 5, 2048, 64, repeats);
     std::printf("| policy | TTFT ms (wall) | GPU ms | vs rotated cache (wall) | vs rotated cache (GPU) | vs none |\n|---|---:|---:|---:|---:|---:|\n");
     std::printf("| none (prefill 10,304 tokens) | %.2f | %.2f | %.2fx | %.2fx | 1.00x |\n", r.none_ms, r.none_gpu_ms,
                 r.none_ms / r.rotated_ms, r.none_gpu_ms / r.rotated_gpu_ms);
@@ -138,8 +208,8 @@ int main(int argc, char** argv) {
     std::printf("| lazy | %.2f | %.2f | %+.1f %% | %+.1f %% | %.3fx |\n", r.lazy_ms, r.lazy_gpu_ms,
                 100.0 * (r.lazy_ms / r.rotated_ms - 1.0), 100.0 * (r.lazy_gpu_ms / r.rotated_gpu_ms - 1.0),
                 r.lazy_ms / r.none_ms);
-    std::printf("| materialized (copy %.2f ms wall, %.2f GPU + plain) | %.2f | %.2f | %+.1f %% | %+.1f %% | %.3fx |\n",
-                r.copy_ms, r.copy_gpu_ms, r.materialized_ms, r.materialized_gpu_ms,
+    std::printf("| materialized (copy %.2f ms GPU, then plain; no host wait between) | %.2f | %.2f | %+.1f %% | %+.1f %% | %.3fx |\n",
+                r.copy_gpu_ms, r.materialized_ms, r.materialized_gpu_ms,
                 100.0 * (r.materialized_ms / r.rotated_ms - 1.0),
                 100.0 * (r.materialized_gpu_ms / r.rotated_gpu_ms - 1.0), r.materialized_ms / r.none_ms);
     std::printf("\nhost time of one 64-token step (forward() returning once queued): lazy %.3f ms, rotated %.3f ms\n",

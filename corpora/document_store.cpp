@@ -14,6 +14,7 @@
 #include <unordered_set>
 
 #include "corpora/chunking.h"
+#include "base/atomic_file.h"
 #include "base/error.h"
 
 namespace lazyscope::corpora {
@@ -155,26 +156,6 @@ std::string json_strings(const std::vector<std::string>& values) {
 std::vector<std::string> parse_json_strings(const std::string& text) {
   if (text.empty()) return {};
   return nlohmann::json::parse(text).get<std::vector<std::string>>();
-}
-
-void fsync_path(const fs::path& path, bool directory) {
-  int fd = ::open(path.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
-  if (fd < 0) return;
-  ::fsync(fd);
-  ::close(fd);
-}
-
-fs::path temporary_sibling(const fs::path& target) {
-  static std::atomic<int> counter{0};
-  auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
-  std::string name = ".";
-  name += target.filename().string();
-  name += ".importing-" + std::to_string(::getpid());
-  name += '-';
-  name += std::to_string(counter++);
-  name += '-';
-  name += std::to_string(stamp % 1000000);
-  return target.parent_path() / name;
 }
 
 // Builds the whole store in `temp`; throws on any problem (the caller deletes the file).
@@ -344,18 +325,14 @@ DocumentStore DocumentStore::import(const fs::path& path, const CorpusData& data
                   ": exists and is not a LazyScope corpus; refusing to replace it");
     }
   }
-  fs::path temp = temporary_sibling(target);
+  // Written beside the target, fsync'd and renamed over it; a killed import's temporary is
+  // removed by the next import of the same target.
+  AtomicFile file(target, "corpus store");
   try {
-    write_store(temp, target, data, options);
-    fsync_path(temp, false);
-    fs::rename(temp, target);
-    fsync_path(target.parent_path(), true);
+    write_store(file.temp_path(), target, data, options);
+    file.commit();
   } catch (const fs::filesystem_error& e) {
-    fs::remove(temp, ec);
     throw Error(target.string() + ": cannot replace the corpus file: " + e.what());
-  } catch (...) {
-    fs::remove(temp, ec);
-    throw;
   }
   if (options.progress) options.progress(1.0, "done");
   return open(target, Mode::read_write);

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/safe_path.h"
 
 namespace lazyscope::corpora {
 namespace fs = std::filesystem;
@@ -451,7 +452,12 @@ CorpusData load_triviaqa(const fs::path& path, const LoadOptions& options) {
           if (page.contains(inline_key) && page[inline_key].is_string())
             doc.text = page[inline_key].get<std::string>();
         if (doc.text.empty()) {
-          fs::path file = evidence / folder / filename;
+          fs::path file;
+          try {
+            file = join_inside(evidence / folder, filename, "\"Filename\"");
+          } catch (const Error& e) {
+            fail(path, where, e.what());
+          }
           std::error_code ec;
           if (!fs::is_regular_file(file, ec))
             fail(path, where,

@@ -9,11 +9,8 @@
 
 #include "corpora/document_store.h"
 #include "corpora/loaders.h"
+#include "base/data_dir.h"
 #include "base/error.h"
-
-#ifndef LAZYSCOPE_SAMPLE_CORPUS_DIR
-#define LAZYSCOPE_SAMPLE_CORPUS_DIR ""
-#endif
 
 namespace lazyscope::corpora {
 namespace fs = std::filesystem;
@@ -43,10 +40,7 @@ std::string sample_hash(const fs::path& dir) {
 
 }  // namespace
 
-fs::path sample_corpus_dir() {
-  if (const char* env = std::getenv("LAZYSCOPE_SAMPLE_CORPUS_DIR"); env && *env) return env;
-  return LAZYSCOPE_SAMPLE_CORPUS_DIR;
-}
+fs::path sample_corpus_dir() { return data_path("corpus/sample", "LAZYSCOPE_SAMPLE_CORPUS_DIR"); }
 
 CorpusData load_sample_corpus() { return load_jsonl(sample_corpus_dir()); }
 
@@ -68,8 +62,6 @@ fs::path user_cache_dir() {
 
 fs::path default_sample_corpus_db(const ProgressFn& progress) {
   fs::path dir = sample_corpus_dir();
-  if (dir.empty())
-    throw Error("the sample corpus location is unknown (set LAZYSCOPE_SAMPLE_CORPUS_DIR)");
   std::string hash = sample_hash(dir);
   fs::path db = user_cache_dir() / "sample-corpus.db";
   std::error_code ec;

@@ -8,8 +8,8 @@
 
 namespace lazyscope::corpora {
 
-// The bundled sample's source folder: $LAZYSCOPE_SAMPLE_CORPUS_DIR when set in the
-// environment, else the compile-time LAZYSCOPE_SAMPLE_CORPUS_DIR (the source tree).
+// The bundled sample's folder: $LAZYSCOPE_SAMPLE_CORPUS_DIR when set in the environment, else
+// corpus/sample in LazyScope's data folder (base/data_dir.h). Throws Error when it is missing.
 std::filesystem::path sample_corpus_dir();
 
 // Loads the sample's passages and questions (no store involved).

@@ -13,7 +13,7 @@
 namespace lazyscope {
 
 // One entry of a block table. Keys in `block` are stored rotated at their encoding positions;
-// attention treats them as if rotated by a further `shift` (design §3). 12 bytes, packed.
+// attention treats them as if rotated by a further `shift` (docs/design.md). 12 bytes, packed.
 struct BlockRef {
   int32_t block = 0;
   int32_t shift = 0;

@@ -40,12 +40,14 @@ ModelShape synthetic_shape(const std::string& name) {
     return s;
   }
   if (name == "llama-3.1-8b") return llama_shape(128256, 4096, 14336, 32, 32, 8, 128, false);
-  throw Error("unknown synthetic model '" + name +
-              "' (expected tiny, small, smollm2-135m, llama-3.2-1b or llama-3.1-8b)");
+  if (name == "llama-3.1-70b") return llama_shape(128256, 8192, 28672, 80, 64, 8, 128, false);
+  std::string known;
+  for (const std::string& n : synthetic_shape_names()) known += (known.empty() ? "" : ", ") + n;
+  throw Error("unknown model shape '" + name + "' (expected one of " + known + ")");
 }
 
 std::vector<std::string> synthetic_shape_names() {
-  return {"tiny", "small", "smollm2-135m", "llama-3.2-1b", "llama-3.1-8b"};
+  return {"tiny", "small", "smollm2-135m", "llama-3.2-1b", "llama-3.1-8b", "llama-3.1-70b"};
 }
 
 }  // namespace lazyscope

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
 #include "profiler/session_recorder.h"
 
@@ -40,6 +41,14 @@ class Db {
       throw Error(path_ + ": " + sqlite3_errmsg(db_));
     }
     return st;
+  }
+  // Next row of a SELECT: false at the end; a damaged (truncated, overwritten) file throws
+  // instead of ending the table early.
+  bool row(sqlite3_stmt* st) {
+    const int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw Error(path_ + ": the session report is damaged (truncated or overwritten?): " + sqlite3_errmsg(db_));
   }
   void step_done(sqlite3_stmt* st) {
     if (sqlite3_step(st) != SQLITE_DONE) throw Error(path_ + ": " + sqlite3_errmsg(db_));
@@ -107,11 +116,9 @@ std::string text_column(sqlite3_stmt* st, int col) {
 }  // namespace
 
 void save_session_sqlite(const SessionRecording& r, const std::filesystem::path& path) {
-  const std::filesystem::path tmp = path.string() + ".tmp" + std::to_string(getpid());
-  std::error_code ec;
-  std::filesystem::remove(tmp, ec);
-  try {
-    Db db(tmp, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  AtomicFile file(path, "session report");  // fsync'd and renamed over `path` when complete
+  {
+    Db db(file.temp_path(), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
     db.exec("PRAGMA journal_mode=OFF; BEGIN;");
     db.exec(kSchema);
     db.exec("PRAGMA user_version=" + std::to_string(kSchemaVersion));
@@ -168,15 +175,8 @@ void save_session_sqlite(const SessionRecording& r, const std::filesystem::path&
       }
     }
     db.exec("COMMIT;");
-  } catch (...) {
-    std::filesystem::remove(tmp, ec);
-    throw;
   }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw Error(path.string() + ": cannot write the session file");
-  }
+  file.commit();
 }
 
 SessionRecording load_session_sqlite(const std::filesystem::path& path) {
@@ -185,7 +185,7 @@ SessionRecording load_session_sqlite(const std::filesystem::path& path) {
   SessionRecording r;
   try {
     Stmt meta(db.prepare("SELECT key, value FROM metadata"));
-    while (sqlite3_step(meta.st) == SQLITE_ROW) r.metadata[text_column(meta.st, 0)] = text_column(meta.st, 1);
+    while (db.row(meta.st)) r.metadata[text_column(meta.st, 0)] = text_column(meta.st, 1);
   } catch (const Error&) {
     throw Error(path.string() + ": not a LazyScope session file (no metadata table)");
   }
@@ -199,7 +199,7 @@ SessionRecording load_session_sqlite(const std::filesystem::path& path) {
   }
   {
     Stmt st(db.prepare("SELECT * FROM requests ORDER BY id"));
-    while (sqlite3_step(st.st) == SQLITE_ROW) {
+    while (db.row(st.st)) {
       RecordedRequest q;
       q.id = sqlite3_column_int(st.st, 0);
       q.event.policy = text_column(st.st, 1);
@@ -223,7 +223,7 @@ SessionRecording load_session_sqlite(const std::filesystem::path& path) {
   }
   {
     Stmt st(db.prepare("SELECT * FROM segments"));
-    while (sqlite3_step(st.st) == SQLITE_ROW) {
+    while (db.row(st.st)) {
       RecordedSegment s;
       s.request = sqlite3_column_int(st.st, 0);
       s.t_ms = sqlite3_column_double(st.st, 1);
@@ -240,7 +240,7 @@ SessionRecording load_session_sqlite(const std::filesystem::path& path) {
   }
   {
     Stmt st(db.prepare("SELECT * FROM block_events"));
-    while (sqlite3_step(st.st) == SQLITE_ROW) {
+    while (db.row(st.st)) {
       RecordedBlockEvent b;
       b.request = sqlite3_column_int(st.st, 0);
       b.t_ms = sqlite3_column_double(st.st, 1);
@@ -254,7 +254,7 @@ SessionRecording load_session_sqlite(const std::filesystem::path& path) {
   }
   {
     Stmt st(db.prepare("SELECT * FROM tokens"));
-    while (sqlite3_step(st.st) == SQLITE_ROW) {
+    while (db.row(st.st)) {
       RecordedToken t;
       t.request = sqlite3_column_int(st.st, 0);
       t.event.policy = text_column(st.st, 1);
@@ -267,7 +267,7 @@ SessionRecording load_session_sqlite(const std::filesystem::path& path) {
   }
   {
     Stmt st(db.prepare("SELECT * FROM spans"));
-    while (sqlite3_step(st.st) == SQLITE_ROW) {
+    while (db.row(st.st)) {
       r.spans.push_back({sqlite3_column_int(st.st, 0), text_column(st.st, 1), text_column(st.st, 2),
                          sqlite3_column_double(st.st, 3), sqlite3_column_double(st.st, 4)});
     }

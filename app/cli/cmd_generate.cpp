@@ -1,5 +1,5 @@
 // lazyscope-cli generate: run a request under a mode and policy, or compare two policies step
-// by step (max |Δlogit|, argmax agreement), and write design §7 logits dumps.
+// by step (max |Δlogit|, argmax agreement), and write logits dumps (docs/formats.md).
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -10,7 +10,7 @@
 #include "app/cli/progress_bar.h"
 #include "engine/model/model_loader.h"
 #include "engine/runtime/default_model.h"
-#include "engine/runtime/rag_request.h"
+#include "engine/runtime/request_preparation.h"
 #include "engine/runtime/session.h"
 #include "base/error.h"
 #include "profiler/session_recorder.h"
@@ -21,7 +21,7 @@ namespace {
 struct GenerateArgs {
   std::string model;
   std::string synthetic;
-  std::string request_file;
+  std::vector<std::string> request_files;
   std::string mode;
   std::string policy;
   std::string compare;
@@ -43,6 +43,7 @@ void write_dump(const std::string& path, const RunResult& r) {
   j["policy"] = r.policy;
   j["backend"] = r.backend;
   j["prompt_tokens"] = r.prompt_tokens;
+  j["prompt_ids"] = r.prompt_ids;
   j["prompt_last_logits"] = r.prompt_last_logits;
   j["step_logits"] = r.step_logits;
   j["generated_ids"] = r.generated_ids;
@@ -55,22 +56,40 @@ void write_dump(const std::string& path, const RunResult& r) {
   if (!out) throw Error(path + ": write failed");
 }
 
-std::string dump_path_for(const std::string& base, const std::string& policy, bool several) {
-  if (!several) return base;
+// FILE.json, FILE.<policy>.json with two policies, FILE.<n>.<policy>.json with several requests.
+std::string dump_path_for(const std::string& base, const std::string& policy, bool several_policies,
+                          std::size_t request_index, bool several_requests) {
+  std::string tag;
+  if (several_requests) tag += "." + std::to_string(request_index + 1);
+  if (several_policies) tag += "." + policy;
+  if (tag.empty()) return base;
   const auto dot = base.rfind('.');
-  if (dot == std::string::npos || base.find('/', dot) != std::string::npos) return base + "." + policy;
-  return base.substr(0, dot) + "." + policy + base.substr(dot);
+  if (dot == std::string::npos || base.find('/', dot) != std::string::npos) return base + tag;
+  return base.substr(0, dot) + tag + base.substr(dot);
 }
 
 Mode default_mode_for(Policy p) { return p == Policy::Prefix ? Mode::Full : Mode::Block; }
+
+ChatMode parse_chat_mode_option(const std::string& text) {
+  try {
+    return parse_chat_mode(text);
+  } catch (const Error&) {
+    throw Error("--chat " + text + ": must be auto, on or off");
+  }
+}
 
 void print_result(const RunResult& r) {
   std::printf("[%s/%s on %s] %d prompt tokens, %zu generated, TTFT %.1f ms, %.1f ms/token\n", r.mode.c_str(),
               r.policy.c_str(), r.backend.c_str(), r.prompt_tokens, r.generated_ids.size(), r.ttft_ms,
               r.decode_ms_per_token);
-  std::printf("  cache: %lld/%lld prompt tokens from cache (%.1f%%), %lld/%lld documents, %.2f MiB copied\n",
+  std::printf("  cache: %lld/%lld prompt tokens from cache (%.1f%%), %lld/%lld documents from cache (%.1f%%)",
               (long long)r.stats.cached_tokens, (long long)r.stats.prompt_tokens, 100.0 * r.stats.token_hit_ratio(),
-              (long long)r.stats.document_hits, (long long)r.stats.documents, r.stats.bytes_copied / 1048576.0);
+              (long long)r.stats.document_hits, (long long)(r.stats.documents - r.stats.document_repeats),
+              100.0 * r.stats.document_hit_ratio());
+  if (r.stats.document_repeats > 0) {
+    std::printf(", %lld repeated in the request", (long long)r.stats.document_repeats);
+  }
+  std::printf(", %.2f MiB copied (%lld bytes)\n", r.stats.bytes_copied / 1048576.0, (long long)r.stats.bytes_copied);
   std::printf("  output: %s\n", r.generated_text.c_str());
 }
 
@@ -131,7 +150,8 @@ void run_generate(const GenerateArgs& args) {
   options.cpu_precision = parse_cpu_precision(args.cpu_precision);
   options.trace_device = args.trace_gpu;
   if (args.trace_gpu && args.record.empty()) throw Error("--trace-gpu needs --record FILE (the trace is saved in the report)");
-  Request request = load_request_file(args.request_file);
+  std::vector<Request> requests;
+  for (const std::string& file : args.request_files) requests.push_back(load_request_file(file));
   std::vector<Policy> policies;
   std::vector<Mode> modes;
   if (!args.compare.empty()) {
@@ -148,6 +168,11 @@ void run_generate(const GenerateArgs& args) {
     modes.push_back(mode);
   }
   for (std::size_t i = 0; i < policies.size(); ++i) check_mode_policy(modes[i], policies[i]);
+  if (policies.size() == 2 && policies[0] == policies[1]) {
+    throw Error("--compare needs two different policies (each runs on its own KV pool), got " + args.compare);
+  }
+  const PreparationOptions preparation{parse_chat_mode_option(args.chat)};
+  options.policies = policies;
 
   SessionRecorder recorder;
   Session session(options, args.record.empty() ? nullptr : &recorder, bar.callback());
@@ -158,30 +183,38 @@ void run_generate(const GenerateArgs& args) {
   }
   std::fprintf(stderr, "model %s on %s (%s)\n", session.config().name.c_str(), session.backend_name().c_str(),
                session.device().c_str());
-  const bool use_chat = args.chat == "on" || (args.chat == "auto" && !session.model().chat_template.empty());
-  if (args.chat != "auto" && args.chat != "on" && args.chat != "off") throw Error("--chat must be auto, on or off");
-  if (use_chat) request = apply_chat_template(request, session.model().chat_template);
-
-  std::vector<RunResult> results;
-  for (std::size_t i = 0; i < policies.size(); ++i) {
-    RunOptions run;
-    run.mode = modes[i];
-    run.policy = policies[i];
-    run.max_new_tokens = args.max_new_tokens;
-    results.push_back(session.submit(request, run));
-    print_result(results.back());
-    if (!args.dump_logits.empty()) {
-      const std::string path = dump_path_for(args.dump_logits, results.back().policy, policies.size() > 1);
-      write_dump(path, results.back());
-      std::printf("  logits dump: %s\n", path.c_str());
+  // Several requests run in order on the one session: each policy keeps its own pool and history
+  // from one request to the next (a warm re-run after a reorder, say).
+  const bool several = requests.size() > 1;
+  int different = 0;
+  for (std::size_t r = 0; r < requests.size(); ++r) {
+    if (several) std::printf("%srequest %zu of %zu: %s\n", r ? "\n" : "", r + 1, requests.size(), args.request_files[r].c_str());
+    const PreparedRequest prepared = session.prepare(requests[r], preparation);
+    std::vector<RunResult> results;
+    for (std::size_t i = 0; i < policies.size(); ++i) {
+      RunOptions run;
+      run.mode = modes[i];
+      run.policy = policies[i];
+      run.max_new_tokens = args.max_new_tokens;
+      results.push_back(session.submit(prepared, run));
+      print_result(results.back());
+      if (!args.dump_logits.empty()) {
+        const std::string path =
+            dump_path_for(args.dump_logits, results.back().policy, policies.size() > 1, r, several);
+        write_dump(path, results.back());
+        std::printf("  logits dump: %s\n", path.c_str());
+      }
     }
+    if (results.size() == 2) different += print_comparison(results[0], results[1]);
   }
   if (!args.record.empty()) {
     recorder.set_metadata("model", session.config().name);
     recorder.set_metadata("backend", session.backend_name());
     recorder.set_metadata("device", session.device());
     recorder.set_metadata("kv_budget_bytes", std::to_string(options.kv_budget_bytes));
-    recorder.set_metadata("request_file", args.request_file);
+    std::string files;
+    for (const std::string& file : args.request_files) files += (files.empty() ? "" : ",") + file;
+    recorder.set_metadata("request_file", files);
     if (args.trace_gpu) {
       const std::string& why = session.device_trace_note();
       recorder.set_metadata("device_trace", why.empty() ? "cupti" : "off: " + why);
@@ -189,32 +222,42 @@ void run_generate(const GenerateArgs& args) {
     save_session_sqlite(recorder.snapshot(), args.record);
     std::printf("session report: %s\n", args.record.c_str());
   }
-  if (results.size() == 2 && print_comparison(results[0], results[1]) != 0) {
-    throw Error("the two policies produced different greedy tokens");
-  }
+  if (different != 0) throw Error("the two policies produced different greedy tokens");
 }
 
 }  // namespace
 
 void add_generate_command(CLI::App& app) {
   auto args = std::make_shared<GenerateArgs>();
-  CLI::App* cmd = app.add_subcommand("generate", "Run a request file through the engine (design §7 formats)");
+  CLI::App* cmd = app.add_subcommand("generate", "Run a request file through the engine (request and dump formats: docs/formats.md)");
   cmd->add_option("--model", args->model, "HF checkpoint directory, .gguf file, 'tiny', 'small' or 'default'");
   cmd->add_option("--synthetic", args->synthetic, "Random weights of a shape instead of a model: tiny, small, smollm2-135m, llama-3.2-1b, llama-3.1-8b (requests must use token ids)");
-  cmd->add_option("--request", args->request_file, "Request JSON: {prefix?, documents, order?, query, max_new_tokens?} or the *_ids form")->required();
+  cmd->add_option("--request", args->request_files,
+                  "Request JSON: {prefix?, documents, titles?, order?, query, max_new_tokens?} or the *_ids form; "
+                  "give several to run them in order on one session (each policy keeps its own cache)")
+      ->required()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--mode", args->mode, "Attention semantics: full or block (default: block, full for policy prefix)");
   cmd->add_option("--policy", args->policy, "Cache policy: none, prefix, positional, materialized, lazy (default lazy)");
-  cmd->add_option("--compare", args->compare, "Run two policies on the request and compare logits step by step, e.g. lazy,materialized");
+  cmd->add_option("--compare", args->compare,
+                  "Run two policies on the same prompt, each on its own KV pool, and compare logits step by step, "
+                  "e.g. lazy,materialized");
   cmd->add_option("--dump-logits", args->dump_logits, "Write the logits dump JSON here (FILE.<policy>.json for each policy with --compare)");
   cmd->add_option("--backend", args->backend, "auto, cpu or cuda")->capture_default_str();
-  cmd->add_option("--kv-budget", args->kv_budget, "KV pool size, e.g. 64MiB, 1GiB")->capture_default_str();
+  cmd->add_option("--kv-budget", args->kv_budget,
+                  "KV pool size per policy, e.g. 64MiB, 1GiB: every policy runs on its own pool of this size, so "
+                  "--compare takes twice the memory")
+      ->capture_default_str();
   cmd->add_option("--block-size", args->block_size, "Tokens per KV block")->capture_default_str();
   cmd->add_option("--max-new-tokens", args->max_new_tokens, "Override the request's max_new_tokens");
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)");
   cmd->add_option("--cpu-precision", args->cpu_precision,
                   "CPU backend: fast (weights in their file's format, int8/SIMD kernels) or exact (the fp32 reference)")
       ->capture_default_str();
-  cmd->add_option("--chat", args->chat, "Wrap text requests in the model's chat template: auto, on, off")->capture_default_str();
+  cmd->add_option("--chat", args->chat,
+                  "Wrap text requests in the model's chat template: auto (when the model has one), on (a plain "
+                  "Document/Question wording when it has none), off")
+      ->capture_default_str();
   cmd->add_option("--record", args->record, "Save the session (requests, segments, block events, tokens, spans) as a SQLite report");
   cmd->add_flag("--trace-gpu", args->trace_gpu,
                 "With --record and the CUDA backend: add every GPU kernel and copy (CUPTI) and the engine's NVTX ranges to the report");

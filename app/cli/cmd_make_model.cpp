@@ -1,12 +1,12 @@
 // make-model: writes a complete HF checkpoint directory with deterministic random weights.
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <string>
 
 #include "app/cli/commands.h"
 #include "app/cli/progress_bar.h"
 #include "engine/model/presets.h"
+#include "base/data_dir.h"
 #include "base/error.h"
 
 namespace lazyscope::cli {
@@ -30,14 +30,8 @@ void run_make_model(const MakeModelOptions& o) {
   } else {
     throw Error("make-model: --dtype must be bf16 or f32, not '" + o.dtype + "'");
   }
-  options.text_dir = o.text_dir;
-  if (options.text_dir.empty()) {
-    // The bundled texts; LAZYSCOPE_TEXT_DIR points elsewhere for an installed binary.
-    const char* env = std::getenv("LAZYSCOPE_TEXT_DIR");
-    options.text_dir = env && *env
-                           ? std::filesystem::path(env)
-                           : std::filesystem::path(LAZYSCOPE_SOURCE_DIR) / "resources" / "text";
-  }
+  options.text_dir =
+      o.text_dir.empty() ? data_path("text", "LAZYSCOPE_TEXT_DIR") : std::filesystem::path(o.text_dir);
   ProgressBar bar;
   write_model_checkpoint(preset, o.seed, o.out, options, bar.callback());
   bar.finish();
@@ -67,8 +61,8 @@ void add_make_model_command(CLI::App& app) {
       ->check(CLI::IsMember({"bf16", "f32"}))
       ->capture_default_str();
   cmd->add_option("--text-dir", options->text_dir,
-                  "Directory of *.txt files to train the tokenizer on (default: the bundled "
-                  "resources/text, or $LAZYSCOPE_TEXT_DIR)");
+                  "Directory of *.txt files to train the tokenizer on (default: "
+                  "$LAZYSCOPE_TEXT_DIR, else the installed text in share/lazyscope/text)");
   cmd->callback([options] { run_make_model(*options); });
 }
 

@@ -1,8 +1,9 @@
 // lazyscope-cli session: read a saved session report (summary) or turn it into a Perfetto trace.
 #include <cstdio>
-#include <fstream>
 
 #include "app/cli/commands.h"
+#include "app/cli/output_kinds.h"
+#include "base/atomic_file.h"
 #include "base/error.h"
 #include "profiler/session_recorder.h"
 
@@ -26,10 +27,12 @@ void print_summary(const std::string& path) {
 }
 
 void write_trace(const std::string& path, const std::string& out) {
+  OutputGuard guard;
+  guard.input(path, "FILE");
+  guard.output(out, "--out", "Chrome trace", is_chrome_trace);
+  guard.check();
   const std::string json = chrome_trace_json(load_session_sqlite(path));
-  std::ofstream f(out, std::ios::binary);
-  if (!f) throw Error(out + ": cannot write the trace");
-  f << json;
+  write_file_atomically(out, json, "trace");
   std::printf("wrote %s (open it in Perfetto or chrome://tracing)\n", out.c_str());
 }
 

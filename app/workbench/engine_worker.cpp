@@ -64,8 +64,12 @@ void EngineWorker::openModel(const QString& path, const QString& backend, qint64
     SessionOptions options;
     options.model = std::filesystem::path(path.toStdString());
     options.backend = parse_backend_kind(backend.toStdString());
-    if (kv_budget_bytes <= 0) kv_budget_bytes = auto_kv_budget(path);
-    options.kv_budget_bytes = std::size_t(kv_budget_bytes);
+    // One pool per policy the prompt panel offers, each of the full budget (fair comparisons).
+    options.policies = all_policies();
+    if (kv_budget_bytes <= 0)
+      options.kv_budget_blocks = kAutoKvBlocksPerPolicy;
+    else
+      options.kv_budget_bytes = std::size_t(kv_budget_bytes);
     options.trace_device = trace_device_;
     options.cpu_precision = cpu_exact_ ? CpuPrecision::Exact : CpuPrecision::Fast;
     auto progress = [this](double fraction, std::string_view what) {
@@ -85,7 +89,8 @@ void EngineWorker::openModel(const QString& path, const QString& backend, qint64
       recorder_ = recorder;
     }
     session_ = std::move(session);
-    const PoolSnapshot snapshot = session_->snapshot();
+    const PoolSnapshot snapshot = session_->snapshot(Policy::Lazy);
+    kv_budget_bytes = qint64(snapshot.bytes_per_block) * qint64(snapshot.blocks.size());
     ModelInfo info;
     info.name = QString::fromStdString(session_->config().name);
     info.path = path;
@@ -93,6 +98,7 @@ void EngineWorker::openModel(const QString& path, const QString& backend, qint64
     info.device = QString::fromStdString(session_->device());
     info.block_size = snapshot.block_size;
     info.pool_blocks = int(snapshot.blocks.size());
+    info.policy_pools = int(session_->policies().size());
     info.bytes_per_block = qint64(snapshot.bytes_per_block);
     info.kv_budget_bytes = kv_budget_bytes;
     recorder->set_metadata("model", session_->config().name);
@@ -102,6 +108,7 @@ void EngineWorker::openModel(const QString& path, const QString& backend, qint64
     recorder->set_metadata("kv_budget_bytes", std::to_string(kv_budget_bytes));
     recorder->set_metadata("block_size", std::to_string(snapshot.block_size));
     recorder->set_metadata("pool_blocks", std::to_string(snapshot.blocks.size()));
+    recorder->set_metadata("policy_pools", std::to_string(session_->policies().size()));
     recorder->set_metadata("tool", "lazyscope workbench");
     if (options.trace_device) {
       const std::string& why = session_->device_trace_note();
@@ -109,7 +116,7 @@ void EngineWorker::openModel(const QString& path, const QString& backend, qint64
       info.trace_note = QString::fromStdString(why);
     }
     Q_EMIT modelOpened(info);
-    Q_EMIT snapshotReady(snapshot);
+    for (Policy policy : session_->policies()) Q_EMIT snapshotReady(session_->snapshot(policy));
   } catch (const std::exception& e) {
     Q_EMIT failed(QStringLiteral("Could not open the model %1").arg(path),
                   QString::fromUtf8(e.what()));
@@ -150,6 +157,17 @@ void EngineWorker::runPlan(const RunPlan& plan) {
     return;
   }
   Q_EMIT busyChanged(true);
+  // One preparation for every column: each policy runs exactly the same prompt.
+  PreparedRequest prepared;
+  try {
+    prepared = session_->prepare(plan.request, plan.preparation);
+  } catch (const std::exception& e) {
+    Q_EMIT failed(QStringLiteral("Cannot run this request"), QString::fromUtf8(e.what()));
+    Q_EMIT planFinished(plan.run_index, true);
+    Q_EMIT busyChanged(false);
+    return;
+  }
+  const std::vector<int32_t> ids = prompt_ids(prepared.layout);
   std::map<QString, RunResult> kept;  // lazy and materialized results, for the equivalence view
   bool cancelled = false;
   for (const PolicyChoice& choice : plan.policies) {
@@ -161,6 +179,8 @@ void EngineWorker::runPlan(const RunPlan& plan) {
     RunSummary summary;
     summary.run_index = plan.run_index;
     summary.key = choice.key;
+    summary.prompt_ids = ids;
+    summary.chat_template_applied = prepared.chat_template_applied;
     try {
       RunOptions options;
       options.mode = choice.mode;
@@ -172,7 +192,7 @@ void EngineWorker::runPlan(const RunPlan& plan) {
       auto on_token = [this, key](const TokenEvent& e) {
         Q_EMIT tokenProduced(key, e.step, QString::fromStdString(e.text), e.ms_since_submit);
       };
-      RunResult result = session_->submit(plan.request, options, on_token);
+      RunResult result = session_->submit(prepared, options, on_token);
       summary.prompt_tokens = result.prompt_tokens;
       summary.generated_tokens = int(result.generated_ids.size());
       summary.generated_text = QString::fromStdString(result.generated_text);
@@ -187,12 +207,12 @@ void EngineWorker::runPlan(const RunPlan& plan) {
                     QString::fromUtf8(e.what()));
       summary.cancelled = true;
       Q_EMIT runFinished(summary);
-      Q_EMIT snapshotReady(session_->snapshot());
+      Q_EMIT snapshotReady(session_->snapshot(choice.policy));
       cancelled = true;
       break;
     }
     Q_EMIT runFinished(summary);
-    Q_EMIT snapshotReady(session_->snapshot());
+    Q_EMIT snapshotReady(session_->snapshot(choice.policy));
   }
   if (kept.count("lazy") && kept.count("materialized")) {
     const Tokenizer& tokenizer = session_->tokenizer();
@@ -210,11 +230,16 @@ void EngineWorker::runPlan(const RunPlan& plan) {
 void EngineWorker::clearCache() {
   if (!session_) return;
   session_->clear_cache();
-  Q_EMIT snapshotReady(session_->snapshot());
+  for (Policy policy : session_->policies()) Q_EMIT snapshotReady(session_->snapshot(policy));
 }
 
-void EngineWorker::emitSnapshot() {
-  if (session_) Q_EMIT snapshotReady(session_->snapshot());
+void EngineWorker::emitSnapshot(const QString& policy) {
+  if (!session_) return;
+  try {
+    Q_EMIT snapshotReady(session_->snapshot(parse_policy(policy.toStdString())));
+  } catch (const std::exception& e) {
+    Q_EMIT failed(QStringLiteral("Cannot show the KV pool of %1").arg(policy), QString::fromUtf8(e.what()));
+  }
 }
 
 }  // namespace lazyscope::workbench

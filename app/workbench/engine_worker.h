@@ -36,14 +36,17 @@ class EngineWorker : public QObject {
 
  public Q_SLOTS:
   // Loads the model and builds a fresh Session; on failure the previous session stays usable.
-  // kv_budget_bytes <= 0 sizes the pool automatically (about 640 blocks).
+  // Every policy gets its own pool of kv_budget_bytes; <= 0 sizes each pool automatically
+  // (kAutoKvBlocksPerPolicy blocks).
   void openModel(const QString& path, const QString& backend, qint64 kv_budget_bytes);
   // The installed default model, else the tiny model (written to the user cache on first use).
   void openDefaultModel(const QString& backend, qint64 kv_budget_bytes);
-  // Runs every policy column of the plan one after the other on the same session.
+  // Prepares the request once and runs every policy column of the plan on it, one after the
+  // other, each policy on its own KV pool.
   void runPlan(const lazyscope::workbench::RunPlan& plan);
   void clearCache();
-  void emitSnapshot();
+  // Emits snapshotReady for the pool of `policy` ("lazy", "materialized", ...).
+  void emitSnapshot(const QString& policy);
 
  Q_SIGNALS:
   void progress(double fraction, const QString& what);

@@ -9,7 +9,9 @@ int main(int argc, char** argv) {
   QApplication app(argc, argv);
   QApplication::setApplicationName(QStringLiteral("lazyscope"));
   QApplication::setOrganizationName(QStringLiteral("LazyScope"));
-  QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+  QApplication::setApplicationVersion(QString::fromLatin1(LAZYSCOPE_VERSION));
+  // Lets the desktop match the window to its menu entry and icon (packaging/).
+  QGuiApplication::setDesktopFileName(QStringLiteral("org.lazyscope.LazyScope"));
   lazyscope::workbench::WorkbenchOptions options;
   QString error;
   bool exit_now = false;

@@ -82,6 +82,9 @@ MainWindow::MainWindow(const WorkbenchOptions& options, QWidget* parent)
   connect(prompt_, &PromptPanel::stopRequested, this, &MainWindow::stopRun);
   connect(corpus_, &CorpusPanel::questionChanged, prompt_, &PromptPanel::setQuery);
   connect(block_map_->model(), &BlockMapModel::changed, this, &MainWindow::updateStatus);
+  connect(block_map_, &BlockMapView::policyChanged, this, [this](const QString& policy) {
+    QMetaObject::invokeMethod(worker_, "emitSnapshot", Qt::QueuedConnection, Q_ARG(QString, policy));
+  });
 
   // Defaults from the bundled settings file; the user's own settings override them.
   const QSettings defaults(QStringLiteral(":/lazyscope/default_settings.ini"),
@@ -89,6 +92,7 @@ MainWindow::MainWindow(const WorkbenchOptions& options, QWidget* parent)
   prompt_->setSystemText(
       defaults.value(QStringLiteral("run/system"), prompt_->systemText()).toString());
   prompt_->setMaxTokens(defaults.value(QStringLiteral("run/max_tokens"), 32).toInt());
+  applyChatSetting(defaults.value(QStringLiteral("run/chat"), QStringLiteral("auto")).toString());
 
   resize(1600, 1000);
   default_state_ = saveState();
@@ -285,6 +289,7 @@ bool MainWindow::startRun() {
   }
   plan.request.query = query.toStdString();
   plan.request.max_new_tokens = prompt_->maxTokens();
+  plan.preparation.chat = prompt_->chatMode();
   for (const QString& key : keys) plan.policies.push_back(policy_choice(key));
   prompt_->runModel()->startPlan(plan.run_index, keys);
   run_in_flight_ = true;
@@ -476,12 +481,14 @@ void MainWindow::updateStatus() {
   const BlockMapModel* m = block_map_->model();
   const int total = m->blockCount();
   pool_label_->setText(total == 0 ? tr("KV pool: –")
-                                  : tr("KV pool: %1 / %2 blocks (%3 of %4) · block %5 tokens")
+                                  : tr("KV pool of %6: %1 / %2 blocks (%3 of %4) · block %5 tokens · "
+                                       "one pool per policy")
                                         .arg(m->usedBlocks())
                                         .arg(total)
                                         .arg(format_bytes(m->bytesPerBlock() * m->usedBlocks()))
                                         .arg(format_bytes(m->bytesPerBlock() * total))
-                                        .arg(m->blockSize()));
+                                        .arg(m->blockSize())
+                                        .arg(m->policy()));
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
@@ -500,6 +507,16 @@ void MainWindow::restoreSettings() {
     prompt_->setSystemText(settings.value(QStringLiteral("run/system")).toString());
   if (settings.contains(QStringLiteral("run/max_tokens")))
     prompt_->setMaxTokens(settings.value(QStringLiteral("run/max_tokens")).toInt());
+  if (settings.contains(QStringLiteral("run/chat")))
+    applyChatSetting(settings.value(QStringLiteral("run/chat")).toString());
+}
+
+void MainWindow::applyChatSetting(const QString& text) {
+  try {
+    prompt_->setChatMode(parse_chat_mode(text.toStdString()));
+  } catch (const std::exception&) {
+    prompt_->setChatMode(ChatMode::Auto);  // a hand-edited settings file: keep the default
+  }
 }
 
 void MainWindow::saveSettings() {
@@ -508,6 +525,7 @@ void MainWindow::saveSettings() {
   settings.setValue(QStringLiteral("window/state"), saveState());
   settings.setValue(QStringLiteral("run/system"), prompt_->systemText());
   settings.setValue(QStringLiteral("run/max_tokens"), prompt_->maxTokens());
+  settings.setValue(QStringLiteral("run/chat"), QString::fromUtf8(to_string(prompt_->chatMode())));
 }
 
 void MainWindow::showQuickGuide() {

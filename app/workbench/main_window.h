@@ -78,6 +78,7 @@ class MainWindow : public QMainWindow {
   void onBusy(bool busy);
   void continueDemo();
   void restoreSettings();
+  void applyChatSetting(const QString& text);
   void saveSettings();
   void showQuickGuide();
   void showAbout();

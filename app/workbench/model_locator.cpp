@@ -7,9 +7,6 @@
 #include <QStandardPaths>
 #include <filesystem>
 
-#include "engine/model/config.h"
-#include "engine/model/gguf_file.h"
-#include "engine/model/gguf_loader.h"
 #include "engine/model/model_registry.h"
 #include "engine/model/presets.h"
 #include "base/error.h"
@@ -78,20 +75,6 @@ void write_tiny_model(const QString& dir, const ProgressFn& progress) {
   options.text_dir = training_text_dir();
   write_model_checkpoint(find_model_preset("tiny"), 1, std::filesystem::path(dir.toStdString()),
                          options, progress);
-}
-
-qint64 auto_kv_budget(const QString& path, int target_blocks, int block_size) {
-  try {
-    const std::filesystem::path p(path.toStdString());
-    ModelConfig config;
-    if (std::filesystem::is_directory(p))
-      config = load_model_config(p / "config.json");
-    else
-      config = gguf_model_config(GgufFile::open(p));
-    return qint64(config.shape.kv_bytes_per_block(block_size, sizeof(float))) * target_blocks;
-  } catch (const std::exception&) {
-    return qint64(64) << 20;
-  }
 }
 
 }  // namespace lazyscope::workbench

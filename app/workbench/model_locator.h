@@ -15,9 +15,9 @@ QString tiny_model_dir();
 bool tiny_model_present(const QString& dir);
 // Writes the tiny preset (seed 1) into `dir`; throws lazyscope::Error.
 void write_tiny_model(const QString& dir, const ProgressFn& progress = {});
-// A KV budget that gives about `target_blocks` blocks for the model at `path` (fp32 pool);
-// 64 MiB when the model's shape cannot be read.
-qint64 auto_kv_budget(const QString& path, int target_blocks = 640, int block_size = 16);
+// --kv-budget auto: this many blocks per policy pool, sized by the session with its backend's
+// own KV element size (fp32 on the CPU, bf16 on the GPU).
+constexpr int kAutoKvBlocksPerPolicy = 256;
 
 }  // namespace lazyscope::workbench
 

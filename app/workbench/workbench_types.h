@@ -7,6 +7,7 @@
 
 #include "engine/events/events.h"
 #include "engine/runtime/request.h"
+#include "engine/runtime/request_preparation.h"
 #include "engine/runtime/session.h"
 
 namespace lazyscope::workbench {
@@ -24,7 +25,8 @@ PolicyChoice policy_choice(const QString& key);  // throws Error for unknown key
 
 struct RunPlan {
   int run_index = 0;  // 1-based, grows with every press of Run
-  Request request;
+  Request request;    // what the user chose; the engine prepares the prompt (as the CLI does)
+  PreparationOptions preparation;
   std::vector<PolicyChoice> policies;
 };
 
@@ -33,6 +35,8 @@ struct RunSummary {
   int run_index = 0;
   QString key;
   int prompt_tokens = 0;
+  std::vector<int32_t> prompt_ids;  // prefix, documents in order, query: what ran
+  bool chat_template_applied = false;
   int generated_tokens = 0;
   QString generated_text;
   double ttft_ms = 0.0;
@@ -47,9 +51,10 @@ struct ModelInfo {
   QString backend;
   QString device;
   int block_size = 0;
-  int pool_blocks = 0;
+  int pool_blocks = 0;             // per policy: every policy has its own pool
+  int policy_pools = 0;            // how many policies have one
   qint64 bytes_per_block = 0;
-  qint64 kv_budget_bytes = 0;
+  qint64 kv_budget_bytes = 0;      // per policy
   QString trace_note;  // --trace-gpu asked for, but no GPU trace: why (empty otherwise)
 };
 

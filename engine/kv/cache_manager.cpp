@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <unordered_set>
 
 #include "base/error.h"
 
@@ -43,12 +44,15 @@ std::size_t LruEviction::choose(const std::vector<const CachedSegment*>& candida
 
 KvCacheManager::KvCacheManager(int num_blocks, int block_size, std::size_t bytes_per_block,
                                std::string model_identity, EventSink* sink,
-                               std::unique_ptr<EvictionPolicy> eviction)
+                               std::unique_ptr<EvictionPolicy> eviction, std::string pool_name,
+                               int64_t first_segment_id)
     : pool_(num_blocks, block_size),
       bytes_per_block_(bytes_per_block),
       identity_(std::move(model_identity)),
       sink_(sink),
-      eviction_(eviction ? std::move(eviction) : std::make_unique<LruEviction>()) {}
+      pool_name_(std::move(pool_name)),
+      eviction_(eviction ? std::move(eviction) : std::make_unique<LruEviction>()),
+      next_id_(first_segment_id) {}
 
 int KvCacheManager::free_blocks() const {
   std::lock_guard lock(mutex_);
@@ -76,10 +80,11 @@ std::vector<CachedSegment> KvCacheManager::segments() const {
   return out;
 }
 
-void KvCacheManager::emit_block(BlockAction action, int32_t block, const CachedSegment& segment) {
+void KvCacheManager::emit_block(BlockAction action, int32_t block, const CachedSegment& segment,
+                                int64_t source_segment) {
   if (!sink_) return;
   const BlockState& b = pool_.at(block);
-  sink_->on_block(BlockEvent{action, block, segment.id, b.refcount, b.shift});
+  sink_->on_block(BlockEvent{pool_name_, action, block, segment.id, b.refcount, b.shift, source_segment});
 }
 
 CachedSegment& KvCacheManager::new_segment(SegmentKind kind, std::string label, uint64_t key) {
@@ -257,11 +262,15 @@ void KvCacheManager::plan_block(const PromptLayout& layout, RequestPlan& plan) {
       plan.encodes.push_back(std::move(task));
     }
     Builder::fill(segments_.at(id).blocks, P, B, 0, nullptr, &prefix_table);
-    plan.placements.push_back({id, SegmentKind::Prefix, "prefix", 0, P, 0, hit != nullptr});
+    plan.placements.push_back(
+        {id, SegmentKind::Prefix, "prefix", 0, P, 0, hit != nullptr, false, -1, segments_.at(id).blocks});
   }
 
   plan.table = prefix_table;
-  std::unordered_map<uint64_t, int64_t> bases_this_request;  // doc key -> base encoded here
+  std::unordered_map<uint64_t, int64_t> bases_this_request;  // doc key -> base used here
+  std::unordered_set<int64_t> made_here;                     // segments encoded or copied here
+  std::unordered_set<uint64_t> placed_keys;                  // documents placed so far
+  enum class Use { Hit, Miss, Repeat };
   int start = P;
   for (std::size_t k = 0; k < layout.documents.size(); ++k) {
     const std::vector<int32_t>& doc = layout.documents[k];
@@ -276,8 +285,6 @@ void KvCacheManager::plan_block(const PromptLayout& layout, RequestPlan& plan) {
     }
     const uint64_t doc_key = hash_tokens(prefix_key, doc);
 
-    // The document's KV at its encoding positions [P, P+L): cached, encoded earlier in this
-    // request, or encoded now.
     // Encodes the document at [P, P+L) into a new segment keyed `key`.
     auto encode_new = [&](bool publish, uint64_t key) -> int64_t {
       CachedSegment& s = new_segment(SegmentKind::Document, label, key);
@@ -295,24 +302,26 @@ void KvCacheManager::plan_block(const PromptLayout& layout, RequestPlan& plan) {
       Builder::fill(segments_.at(id).blocks, L, B, 0, &task.slots, &task.table);
       plan.encodes.push_back(std::move(task));
       bases_this_request[doc_key] = id;
+      made_here.insert(id);
       return id;
     };
 
-    // The document's KV at its encoding positions [P, P+L): cached, encoded earlier in this
-    // request, or encoded now.
-    auto base_segment = [&](bool publish, bool* encoded_now) -> int64_t {
-      *encoded_now = false;
+    // The document's KV at its encoding positions [P, P+L): cached before this request (a hit),
+    // made earlier in this request (a repeat), or encoded now (a miss).
+    auto base_segment = [&](bool publish, Use* use) -> int64_t {
       if (auto it = bases_this_request.find(doc_key); it != bases_this_request.end() && plan.policy != Policy::None) {
+        *use = made_here.count(it->second) ? Use::Repeat : Use::Hit;
         return it->second;
       }
       if (publish) {
         if (CachedSegment* hit = find_published(doc_key, doc)) {
           acquire(*hit, plan, true);
           bases_this_request[doc_key] = hit->id;
+          *use = Use::Hit;
           return hit->id;
         }
       }
-      *encoded_now = true;
+      *use = Use::Miss;
       return encode_new(publish, doc_key);
     };
 
@@ -320,31 +329,33 @@ void KvCacheManager::plan_block(const PromptLayout& layout, RequestPlan& plan) {
     auto copy_of = [&](int64_t base, CachedSegment& dst) {
       const std::vector<int32_t> src_blocks = segments_.at(base).blocks;
       std::vector<int32_t> dst_blocks = allocate(int(src_blocks.size()), dst, plan);
+      dst.source_segment = base;
+      made_here.insert(dst.id);
       for (std::size_t b = 0; b < src_blocks.size(); ++b) {
         int valid = std::min(B, L - int(b) * B);
         plan.copies.push_back(BlockCopy{src_blocks[b], dst_blocks[b], shift, valid});
         pool_.at(dst_blocks[b]).shift = shift;
-        emit_block(BlockAction::Copied, dst_blocks[b], dst);
+        emit_block(BlockAction::Copied, dst_blocks[b], dst, base);
         plan.stats.bytes_copied += int64_t(bytes_per_block_) * valid / B;
       }
     };
 
-    bool encoded = false;
+    Use use = Use::Miss;
     int64_t used = -1;
     int table_shift = 0;
     switch (plan.policy) {
       case Policy::None:
       case Policy::Lazy: {
-        used = base_segment(plan.policy == Policy::Lazy, &encoded);
+        used = base_segment(plan.policy == Policy::Lazy, &use);
         table_shift = shift;
         break;
       }
       case Policy::Materialized: {
-        const int64_t base = base_segment(true, &encoded);
+        const int64_t base = base_segment(true, &use);
         if (shift == 0) {
           used = base;
         } else {
-          CachedSegment& c = new_segment(SegmentKind::Copy, label + " @" + std::to_string(start), 0);
+          CachedSegment& c = new_segment(SegmentKind::Copy, label, 0);
           c.tokens = doc;
           c.encode_position = start;
           c.shift = shift;
@@ -360,15 +371,18 @@ void KvCacheManager::plan_block(const PromptLayout& layout, RequestPlan& plan) {
         if (CachedSegment* hit = find_published(pos_key, doc)) {
           acquire(*hit, plan, true);
           used = hit->id;
+          use = Use::Hit;
         } else if (auto it = bases_this_request.find(pos_key); it != bases_this_request.end()) {
           used = it->second;
+          use = Use::Repeat;  // only this request's own encodes and copies are remembered here
         } else if (shift == 0) {
           used = encode_new(true, pos_key);  // encoded where it sits: the copy is the base
-          encoded = true;
+          use = Use::Miss;
           bases_this_request[pos_key] = used;
         } else {
-          const int64_t base = base_segment(false, &encoded);
-          CachedSegment& c = new_segment(SegmentKind::Copy, label + " @" + std::to_string(start), pos_key);
+          const int64_t base = base_segment(false, &use);
+          if (use == Use::Hit) use = Use::Miss;  // not reachable: positional bases are never published
+          CachedSegment& c = new_segment(SegmentKind::Copy, label, pos_key);
           c.tokens = doc;
           c.encode_position = start;
           c.shift = shift;
@@ -383,12 +397,19 @@ void KvCacheManager::plan_block(const PromptLayout& layout, RequestPlan& plan) {
       case Policy::Prefix:
         throw Error("policy 'prefix' cannot plan block attention");
     }
-    if (!encoded) {
+    // A second placement of a document in one request is a repeat, whatever served it.
+    if (!placed_keys.insert(doc_key).second) use = Use::Repeat;
+    if (use == Use::Hit) {
       plan.stats.document_hits += 1;
       plan.stats.cached_tokens += L;
+    } else if (use == Use::Repeat) {
+      plan.stats.document_repeats += 1;
+      plan.stats.repeat_tokens += L;
     }
-    Builder::fill(segments_.at(used).blocks, L, B, table_shift, nullptr, &plan.table);
-    plan.placements.push_back({used, SegmentKind::Document, label, start, L, shift, !encoded});
+    const CachedSegment& placed = segments_.at(used);
+    Builder::fill(placed.blocks, L, B, table_shift, nullptr, &plan.table);
+    plan.placements.push_back({used, placed.kind, label, start, L, shift, use == Use::Hit, use == Use::Repeat,
+                               placed.source_segment, placed.blocks});
     start += L;
   }
 
@@ -410,7 +431,7 @@ void KvCacheManager::plan_block(const PromptLayout& layout, RequestPlan& plan) {
     plan.prompt.positions = iota_positions(start, Q);
     Builder::fill(segments_.at(qid).blocks, Q, B, 0, &plan.prompt.slots, &plan.table);
   }
-  plan.placements.push_back({qid, SegmentKind::Query, "query", start, Q, 0, false});
+  plan.placements.push_back({qid, SegmentKind::Query, "query", start, Q, 0, false, false, -1, segments_.at(qid).blocks});
   plan.prompt.table = plan.table;
   plan.next_position = start + Q;
   // Encoded segments' blocks: set their valid counts for display.
@@ -499,7 +520,7 @@ void KvCacheManager::plan_full(const PromptLayout& layout, RequestPlan& plan) {
   plan.next_position = N;
 
   const int prefix_len = int(layout.prefix.size());
-  plan.placements.push_back({-1, SegmentKind::Prefix, "prefix", 0, prefix_len, 0, prefix_len <= cached});
+  plan.placements.push_back({-1, SegmentKind::Prefix, "prefix", 0, prefix_len, 0, prefix_len <= cached, false, -1, {}});
   for (std::size_t k = 0; k < doc_spans.size(); ++k) {
     const auto [begin, end] = doc_spans[k];
     const bool hit = end <= cached;
@@ -507,10 +528,10 @@ void KvCacheManager::plan_full(const PromptLayout& layout, RequestPlan& plan) {
     if (hit) plan.stats.document_hits += 1;
     const std::string label =
         k < layout.document_labels.size() ? layout.document_labels[k] : "document " + std::to_string(k);
-    plan.placements.push_back({-1, SegmentKind::Document, label, begin, end - begin, 0, hit});
+    plan.placements.push_back({-1, SegmentKind::Document, label, begin, end - begin, 0, hit, false, -1, {}});
   }
   plan.placements.push_back({tid, SegmentKind::Query, "query", N - int(layout.query.size()),
-                             int(layout.query.size()), 0, false});
+                             int(layout.query.size()), 0, false, false, -1, {}});
 }
 
 SegmentTask KvCacheManager::next_decode_step(RequestPlan& plan, int32_t token) {
@@ -571,7 +592,7 @@ void KvCacheManager::finish(RequestPlan& plan, bool success) {
       if (b.segment < 0) continue;
       if (b.refcount > 0) ++in_use; else ++cached;
     }
-    sink_->on_pool(PoolEvent{pool_.num_blocks(), in_use, cached,
+    sink_->on_pool(PoolEvent{pool_name_, pool_.num_blocks(), in_use, cached,
                              int64_t(pool_.num_blocks()) * int64_t(bytes_per_block_)});
   }
 }

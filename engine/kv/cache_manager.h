@@ -22,7 +22,8 @@ namespace lazyscope {
 struct CachedSegment {
   int64_t id = 0;
   SegmentKind kind = SegmentKind::Document;
-  std::string label;
+  std::string label;             // document title (copies keep their source's title)
+  int64_t source_segment = -1;   // copies: the segment copied from
   uint64_t key = 0;
   bool published = false;  // findable by key (cached); else private to one request
   std::vector<int32_t> blocks;
@@ -63,7 +64,10 @@ struct Placement {
   int start = 0;
   int tokens = 0;
   int shift = 0;         // δ = start − P (0 for prefix and query)
-  bool hit = false;      // served without encoding in this request
+  bool hit = false;      // its KV was in the pool before this request arrived
+  bool repeat = false;   // a document placed earlier in this request, served by that encode
+  int64_t source_segment = -1;  // a copy: the segment it was copied from
+  std::vector<int32_t> blocks;  // block mode: the blocks the prompt reads here
 };
 
 struct RequestPlan {
@@ -84,9 +88,12 @@ struct RequestPlan {
 
 class KvCacheManager {
  public:
+  // `pool_name` stamps every event (the policy whose pool this is); segment ids start at
+  // `first_segment_id`, so several managers of one session never share an id.
   KvCacheManager(int num_blocks, int block_size, std::size_t bytes_per_block,
                  std::string model_identity, EventSink* sink = nullptr,
-                 std::unique_ptr<EvictionPolicy> eviction = nullptr);
+                 std::unique_ptr<EvictionPolicy> eviction = nullptr, std::string pool_name = {},
+                 int64_t first_segment_id = 1);
 
   // Plans a request; acquires every segment it uses. Throws Error (with nothing held) when the
   // budget cannot fit it even after evicting everything unreferenced.
@@ -119,7 +126,8 @@ class KvCacheManager {
   void release_segment(int64_t id);
   void free_segment(int64_t id, bool evicted);
   CachedSegment* find_published(uint64_t key, const std::vector<int32_t>& tokens);
-  void emit_block(BlockAction action, int32_t block, const CachedSegment& segment);
+  void emit_block(BlockAction action, int32_t block, const CachedSegment& segment,
+                  int64_t source_segment = -1);
   void plan_block(const PromptLayout& layout, RequestPlan& plan);
   void plan_full(const PromptLayout& layout, RequestPlan& plan);
 
@@ -128,10 +136,11 @@ class KvCacheManager {
   std::size_t bytes_per_block_;
   std::string identity_;
   EventSink* sink_;
+  std::string pool_name_;
   std::unique_ptr<EvictionPolicy> eviction_;
   std::unordered_map<int64_t, CachedSegment> segments_;
   std::unordered_map<uint64_t, int64_t> index_;
-  int64_t next_id_ = 1;
+  int64_t next_id_;
   uint64_t clock_ = 0;
   int64_t evicted_in_plan_ = 0;
 };

@@ -1,5 +1,5 @@
 #pragma once
-// Attention semantics (mode) and cache policy (design §2, §4).
+// Attention semantics (mode) and cache policy (docs/design.md).
 #include <string>
 
 namespace lazyscope {

@@ -13,32 +13,12 @@
 #include "engine/model/safetensors_writer.h"
 #include "engine/tokenizer/bpe_trainer.h"
 #include "base/error.h"
+#include "kernels/synthetic_shapes.h"
 
 namespace lazyscope {
 namespace {
 
 using ordered_json = nlohmann::ordered_json;
-
-ModelShape llama3_shape(int vocab, int hidden, int intermediate, int layers, int heads,
-                        int kv_heads, int head_dim) {
-  ModelShape s;
-  s.vocab_size = vocab;
-  s.hidden_size = hidden;
-  s.intermediate_size = intermediate;
-  s.num_layers = layers;
-  s.num_heads = heads;
-  s.num_kv_heads = kv_heads;
-  s.head_dim = head_dim;
-  s.rms_norm_eps = 1e-5f;
-  s.rope.theta = 500000.0f;
-  s.rope.llama3 = true;
-  s.rope.factor = 8.0f;
-  s.rope.low_freq_factor = 1.0f;
-  s.rope.high_freq_factor = 4.0f;
-  s.rope.original_max_position = 8192;
-  s.tie_word_embeddings = false;
-  return s;
-}
 
 // The shortest decimal that reads back as `f`, so config.json says 1e-05 and not 9.99999974e-06.
 double shortest_decimal(float f) {
@@ -107,11 +87,11 @@ ordered_json config_json(const ModelPreset& p, int32_t bos, int32_t eos, TensorD
 const std::vector<ModelPreset>& model_presets() {
   static const std::vector<ModelPreset> presets = [] {
     std::vector<ModelPreset> v;
-    v.push_back({"tiny", llama3_shape(512, 64, 192, 2, 4, 2, 16), 131072, 512, 0});
-    v.push_back({"small", llama3_shape(2048, 256, 768, 4, 8, 2, 32), 131072, 2048, 0});
+    // Shapes from the one catalogue (kernels/synthetic_shapes.h).
+    v.push_back({"tiny", synthetic_shape("tiny"), 131072, 512, 0});
+    v.push_back({"small", synthetic_shape("small"), 131072, 2048, 0});
     // Real Llama-3.1-8B shapes; the tokenizer is the small trained one (see ModelPreset).
-    v.push_back({"llama-3.1-8b", llama3_shape(128256, 4096, 14336, 32, 32, 8, 128), 131072, 2048,
-                 2000ull * 1000 * 1000});
+    v.push_back({"llama-3.1-8b", synthetic_shape("llama-3.1-8b"), 131072, 2048, 2000ull * 1000 * 1000});
     return v;
   }();
   return presets;

@@ -1,6 +1,7 @@
 #pragma once
-// Built-in model shapes (tiny, small, llama-3.1-8b) and a writer of complete, deterministic
-// HF checkpoint directories with random weights and a BPE tokenizer trained on bundled text.
+// The make-model presets (tiny, small, llama-3.1-8b: shapes from kernels/synthetic_shapes.h) and
+// a writer of complete, deterministic HF checkpoint directories with random weights and a BPE
+// tokenizer trained on bundled text.
 #include <cstdint>
 #include <filesystem>
 #include <optional>

@@ -4,6 +4,7 @@
 
 #include "engine/model/model_registry.h"
 #include "engine/model/presets.h"
+#include "base/data_dir.h"
 #include "base/error.h"
 
 namespace lazyscope {
@@ -16,7 +17,7 @@ std::filesystem::path generated_preset(const std::string& name, const ProgressFn
   const std::filesystem::path tmp = dir.string() + ".tmp" + std::to_string(getpid());
   std::filesystem::create_directories(tmp.parent_path());
   CheckpointWriteOptions options;
-  options.text_dir = std::filesystem::path(LAZYSCOPE_SOURCE_DIR) / "resources" / "text";
+  options.text_dir = data_path("text", "LAZYSCOPE_TEXT_DIR");
   write_model_checkpoint(find_model_preset(name), 7, tmp, options, progress);
   std::error_code ec;
   std::filesystem::rename(tmp, dir, ec);

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/limits.h"
 
 namespace lazyscope {
 namespace {
@@ -82,8 +83,8 @@ Request parse_request_json(const std::string& json_text, const std::string& sour
   if (!j.contains("query") && !j.contains("query_ids")) fail(source, "missing \"query\" (or \"query_ids\")");
   if (j.contains("max_new_tokens")) {
     if (!j["max_new_tokens"].is_number_integer() || j["max_new_tokens"].get<int64_t>() < 0 ||
-        j["max_new_tokens"].get<int64_t>() > 1000000) {
-      fail(source, "\"max_new_tokens\" must be a non-negative integer");
+        j["max_new_tokens"].get<int64_t>() > limits::kMaxNewTokens) {
+      fail(source, "\"max_new_tokens\" must be an integer in 0.." + std::to_string(limits::kMaxNewTokens));
     }
     r.max_new_tokens = j["max_new_tokens"].get<int>();
   }
@@ -92,6 +93,10 @@ Request parse_request_json(const std::string& json_text, const std::string& sour
   if (text && ids) fail(source, "mixes text fields (prefix/documents/query) with id fields (*_ids); use one form");
   if (j.contains("order")) {
     if (!j["order"].is_array()) fail(source, "\"order\" must be an array of document indexes");
+    if (j["order"].size() > std::size_t(limits::kMaxPlacedDocuments)) {
+      fail(source, "\"order\" places " + std::to_string(j["order"].size()) + " documents; at most " +
+                       std::to_string(limits::kMaxPlacedDocuments) + " fit in one request");
+    }
     for (std::size_t i = 0; i < j["order"].size(); ++i) {
       const json& v = j["order"][i];
       if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= r.document_count()) {

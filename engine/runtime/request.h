@@ -1,5 +1,5 @@
 #pragma once
-// A RAG request (design §7 request file) and its parsing.
+// A RAG request (the request file of docs/formats.md) and its parsing.
 #include <cstdint>
 #include <filesystem>
 #include <optional>

@@ -6,12 +6,10 @@
 #include <map>
 #include <mutex>
 
+#include "base/error.h"
 #include "engine/kv/cache_manager.h"
 #include "engine/model/model_loader.h"
-#include "engine/runtime/prompt_builder.h"
 #include "kernels/synthetic_shapes.h"
-#include "kernels/cpu/ops.h"
-#include "base/error.h"
 
 namespace lazyscope {
 namespace {
@@ -22,12 +20,59 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
+// The greedy token: first index of the largest logit (what Backend::forward_greedy picks).
+int32_t argmax(const std::vector<float>& logits) {
+  int32_t best = 0;
+  for (std::size_t i = 1; i < logits.size(); ++i) {
+    if (logits[i] > logits[std::size_t(best)]) best = int32_t(i);
+  }
+  return best;
+}
+
+// One policy's share of the backend's pool: blocks [first_block, first_block + blocks). The
+// cache manager numbers its blocks from 0; the backend sees them shifted into this range.
+struct PolicyPool {
+  Policy policy = Policy::Lazy;
+  int first_block = 0;
+  std::unique_ptr<KvCacheManager> cache;
+};
+
+// A plan's step in the backend's block numbering. Owns its arrays (ForwardStep only views them).
+struct DeviceStep {
+  std::vector<int32_t> slots;
+  std::vector<BlockRef> table;
+  ForwardStep step;
+  DeviceStep(const SegmentTask& task, int first_block, int block_size, bool want_logits) {
+    const int32_t slot_offset = first_block * block_size;
+    slots.reserve(task.slots.size());
+    for (int32_t s : task.slots) slots.push_back(s + slot_offset);
+    table = task.table;
+    for (BlockRef& r : table) r.block += first_block;
+    step = ForwardStep{task.tokens, task.positions, slots, table, task.lazy, want_logits};
+  }
+};
+
 }  // namespace
+
+std::vector<int32_t> prompt_ids(const PromptLayout& layout) {
+  std::vector<int32_t> ids = layout.prefix;
+  for (const auto& doc : layout.documents) ids.insert(ids.end(), doc.begin(), doc.end());
+  ids.insert(ids.end(), layout.query.begin(), layout.query.end());
+  return ids;
+}
+
+const std::vector<Policy>& all_policies() {
+  static const std::vector<Policy> all = {Policy::None, Policy::Prefix, Policy::Positional, Policy::Materialized,
+                                          Policy::Lazy};
+  return all;
+}
 
 struct Session::Impl {
   LoadedModel model;
   std::unique_ptr<Backend> backend;
-  std::unique_ptr<KvCacheManager> cache;
+  std::vector<Policy> policies;
+  int blocks_per_policy = 0;
+  std::vector<PolicyPool> pools;
   EventSink* sink = nullptr;
   bool synthetic = false;  // no tokenizer: requests must carry ids
   std::string note;        // why the backend differs from the one asked for
@@ -41,6 +86,16 @@ struct Session::Impl {
     }
     return out;
   }
+  PolicyPool& pool(Policy policy) {
+    for (PolicyPool& p : pools) {
+      if (p.policy == policy) return p;
+    }
+    std::string served;
+    for (Policy q : policies) served += std::string(served.empty() ? "" : ", ") + to_string(q);
+    throw Error(std::string("this session has no KV pool for policy '") + to_string(policy) + "' (it serves " +
+                served + ")");
+  }
+  const PolicyPool& pool(Policy policy) const { return const_cast<Impl*>(this)->pool(policy); }
   mutable std::mutex stats_mutex;
   std::map<Policy, CacheStats> cumulative;
   std::unique_ptr<DeviceTracer> tracer;  // after `backend`: flushed before the backend goes
@@ -76,15 +131,35 @@ Session::Session(const SessionOptions& options, EventSink* sink, const ProgressF
   }
   const std::size_t per_block =
       impl_->model.config.shape.kv_bytes_per_block(options.block_size, impl_->backend->kv_element_bytes());
-  const std::size_t blocks = options.kv_budget_bytes / per_block;
+  if (options.kv_budget_blocks < 0) throw Error("KV budget in blocks must be positive");
+  const std::size_t blocks =
+      options.kv_budget_blocks > 0 ? std::size_t(options.kv_budget_blocks) : options.kv_budget_bytes / per_block;
   if (blocks == 0) {
     throw Error("KV budget of " + std::to_string(options.kv_budget_bytes) + " bytes holds no block (one block of " +
                 std::to_string(options.block_size) + " tokens takes " + std::to_string(per_block) + " bytes)");
   }
-  if (blocks > 8'000'000) throw Error("KV budget too large for this model: more than 8 million blocks");
-  impl_->backend->allocate_pool(int(blocks), options.block_size);
-  impl_->cache = std::make_unique<KvCacheManager>(int(blocks), options.block_size, per_block,
-                                                   impl_->model.identity, sink);
+  for (Policy p : options.policies) {
+    if (std::find(impl_->policies.begin(), impl_->policies.end(), p) == impl_->policies.end()) {
+      impl_->policies.push_back(p);
+    }
+  }
+  if (impl_->policies.empty()) throw Error("the session serves no policy: give at least one");
+  if (blocks * impl_->policies.size() > 8'000'000) {
+    throw Error("KV budget too large for this model: more than 8 million blocks over " +
+                std::to_string(impl_->policies.size()) + " policy pools");
+  }
+  impl_->blocks_per_policy = int(blocks);
+  impl_->backend->allocate_pool(int(blocks * impl_->policies.size()), options.block_size);
+  constexpr int64_t kSegmentIdsPerPool = int64_t(1) << 40;
+  for (std::size_t k = 0; k < impl_->policies.size(); ++k) {
+    PolicyPool pool;
+    pool.policy = impl_->policies[k];
+    pool.first_block = int(k * blocks);
+    pool.cache = std::make_unique<KvCacheManager>(int(blocks), options.block_size, per_block, impl_->model.identity,
+                                                  sink, nullptr, to_string(pool.policy),
+                                                  int64_t(k) * kSegmentIdsPerPool + 1);
+    impl_->pools.push_back(std::move(pool));
+  }
   if (options.trace_device) {
     if (impl_->backend->name() != "cuda") {
       impl_->trace_note = "device traces need the CUDA backend (this session runs on " + impl_->backend->name() + ")";
@@ -111,59 +186,77 @@ CacheStats Session::cumulative(Policy policy) const {
   return it == impl_->cumulative.end() ? CacheStats{} : it->second;
 }
 
-void Session::clear_cache() { impl_->cache->clear(); }
+void Session::clear_cache() {
+  for (PolicyPool& p : impl_->pools) p.cache->clear();
+}
 
-PoolSnapshot Session::snapshot() const {
+const std::vector<Policy>& Session::policies() const { return impl_->policies; }
+int Session::blocks_per_policy() const { return impl_->blocks_per_policy; }
+
+PoolSnapshot Session::snapshot(Policy policy) const {
+  const PolicyPool& pool = impl_->pool(policy);
   PoolSnapshot snap;
-  snap.block_size = impl_->cache->block_size();
-  snap.bytes_per_block = impl_->cache->bytes_per_block();
-  for (const BlockState& b : impl_->cache->blocks()) {
-    snap.blocks.push_back(BlockInfo{b.segment, b.refcount, b.shift, b.valid, b.last_use});
-  }
-  for (const CachedSegment& s : impl_->cache->segments()) {
-    snap.segments.push_back(SegmentInfo{s.id, s.kind, s.label, int(s.tokens.size()), s.shift, s.refcount, s.blocks});
-  }
+  snap.policy = policy;
+  snap.block_size = pool.cache->block_size();
+  snap.bytes_per_block = pool.cache->bytes_per_block();
+  snap.blocks = pool.cache->blocks();
+  snap.segments = pool.cache->segments();
   return snap;
 }
 
+PreparedRequest Session::prepare(const Request& request, const PreparationOptions& options) const {
+  return prepare_request(request, options, prompt_model_of(impl_->model, !impl_->synthetic));
+}
+
 RunResult Session::submit(const Request& request, const RunOptions& options, const TokenCallback& on_token) {
+  return submit(prepare(request), options, on_token);
+}
+
+RunResult Session::submit(const PreparedRequest& prepared, const RunOptions& options, const TokenCallback& on_token) {
   Impl& im = *impl_;
-  const ModelShape& shape = im.model.config.shape;
   const Clock::time_point t0 = Clock::now();
-  PromptLayout layout =
-      build_prompt_layout(request, im.synthetic ? nullptr : &im.model.tokenizer, shape.vocab_size);
-  RequestPlan plan = im.cache->plan(layout, options.mode, options.policy);
+  const PromptLayout& layout = prepared.layout;
+  PolicyPool& pool = im.pool(options.policy);
+  KvCacheManager& cache = *pool.cache;
+  const int block_size = cache.block_size();
+  RequestPlan plan = cache.plan(layout, options.mode, options.policy);
 
   RunResult result;
   result.mode = to_string(options.mode);
   result.policy = to_string(options.policy);
   result.backend = im.backend->name();
   result.prompt_tokens = layout.total_tokens();
-  const int max_new = options.max_new_tokens >= 0 ? options.max_new_tokens : request.max_new_tokens;
+  result.prompt_ids = prompt_ids(layout);
+  const int max_new = options.max_new_tokens >= 0 ? options.max_new_tokens : prepared.max_new_tokens;
   auto cancelled = [&] { return options.cancel && options.cancel->load(); };
   try {
     for (const Placement& p : plan.placements) {
-      if (!p.hit || !im.sink) continue;
+      // Served from the pool (hits) and rotated copies made for this request; encodes follow.
+      if (!im.sink || !(p.hit || p.kind == SegmentKind::Copy)) continue;
       SegmentEvent e;
+      e.policy = result.policy;
       e.segment = p.segment;
       e.kind = p.kind;
       e.label = p.label;
       e.tokens = p.tokens;
-      e.encode_position = p.start - p.shift;
+      e.encode_position = p.kind == SegmentKind::Copy ? p.start : p.start - p.shift;
       e.shift = p.shift;
-      e.from_cache = true;
+      e.source_segment = p.source_segment;
+      e.blocks = p.blocks;
+      e.from_cache = p.hit;
       im.sink->on_segment(e);
     }
     for (const SegmentTask& task : plan.encodes) {
       const Clock::time_point te = Clock::now();
-      ForwardStep step{task.tokens, task.positions, task.slots, task.table, task.lazy, false};
+      const DeviceStep step(task, pool.first_block, block_size, false);
       {
         DeviceRange range(im.tracer.get(), "encode segment " + std::to_string(task.segment));
-        im.backend->forward(step, nullptr);
+        im.backend->forward(step.step, nullptr);
         im.backend->synchronize();
       }
       if (im.sink) {
         SegmentEvent e;
+        e.policy = result.policy;
         e.segment = task.segment;
         e.tokens = int(task.tokens.size());
         e.encode_position = task.positions.empty() ? 0 : task.positions.front();
@@ -180,22 +273,38 @@ RunResult Session::submit(const Request& request, const RunOptions& options, con
     }
     if (!plan.copies.empty()) {
       DeviceRange range(im.tracer.get(), "copy " + std::to_string(plan.copies.size()) + " blocks");
-      im.backend->copy_blocks(plan.copies);
+      std::vector<BlockCopy> copies = plan.copies;
+      for (BlockCopy& c : copies) {
+        c.src += pool.first_block;
+        c.dst += pool.first_block;
+      }
+      im.backend->copy_blocks(copies);
     }
+    // Keeping logits reads every step's logits back; otherwise the backend picks the greedy
+    // token itself (on a GPU only the token comes back).
     std::vector<float> logits;
-    const SegmentTask& pt = plan.prompt;
-    ForwardStep prompt_step{pt.tokens, pt.positions, pt.slots, pt.table, pt.lazy, true};
+    int32_t greedy = -1;
+    auto run_step = [&](const SegmentTask& task) {
+      const DeviceStep ds(task, pool.first_block, block_size, true);
+      if (options.keep_logits) {
+        im.backend->forward(ds.step, &logits);
+        greedy = argmax(logits);
+      } else {
+        greedy = im.backend->forward_greedy(ds.step);
+      }
+    };
     {
-      DeviceRange range(im.tracer.get(), "prefill " + std::to_string(pt.tokens.size()) + " tokens (" + result.policy + ")");
-      im.backend->forward(prompt_step, &logits);
+      DeviceRange range(im.tracer.get(),
+                        "prefill " + std::to_string(plan.prompt.tokens.size()) + " tokens (" + result.policy + ")");
+      run_step(plan.prompt);
     }
-    result.prompt_last_logits = logits;
+    if (options.keep_logits) result.prompt_last_logits = logits;
     const std::vector<int32_t> eos = im.synthetic ? std::vector<int32_t>{} : im.model.tokenizer.eos_ids();
     std::string emitted_text;
     Clock::time_point first_token_at = Clock::now();
     for (int step_index = 0; step_index < max_new && !cancelled(); ++step_index) {
       if (options.keep_logits) result.step_logits.push_back(logits);
-      const int32_t token = cpu::argmax(logits.data(), int(logits.size()));
+      const int32_t token = greedy;
       result.generated_ids.push_back(token);
       const double now_ms = ms_since(t0);
       if (step_index == 0) {
@@ -212,10 +321,9 @@ RunResult Session::submit(const Request& request, const RunOptions& options, con
       if (im.sink) im.sink->on_token(te);
       if (on_token) on_token(te);
       if (is_eos || step_index + 1 == max_new) break;
-      SegmentTask next = im.cache->next_decode_step(plan, token);
-      ForwardStep ds{next.tokens, next.positions, next.slots, next.table, next.lazy, true};
+      SegmentTask next = cache.next_decode_step(plan, token);
       DeviceRange range(im.tracer.get(), "decode step " + std::to_string(step_index + 1));
-      im.backend->forward(ds, &logits);
+      run_step(next);
     }
     if (result.generated_ids.size() > 1) {
       result.decode_ms_per_token = std::chrono::duration<double, std::milli>(Clock::now() - first_token_at).count() /
@@ -226,12 +334,11 @@ RunResult Session::submit(const Request& request, const RunOptions& options, con
     std::vector<int32_t> visible = result.generated_ids;
     if (!visible.empty() && std::find(eos.begin(), eos.end(), visible.back()) != eos.end()) visible.pop_back();
     result.generated_text = im.decode(visible);
-    if (!options.keep_logits) result.prompt_last_logits.clear();
   } catch (...) {
-    im.cache->finish(plan, false);
+    cache.finish(plan, false);
     throw;
   }
-  im.cache->finish(plan, true);
+  cache.finish(plan, true);
   result.stats = plan.stats;
   RequestFinishedEvent done;
   {

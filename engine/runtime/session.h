@@ -1,6 +1,6 @@
 #pragma once
-// The engine's front door: a session owns model, backend, KV pool and segment cache, and runs
-// requests under a mode and a policy, reporting through an EventSink.
+// The engine's front door: a session owns model, backend, one KV pool and segment cache per
+// policy, and runs requests under a mode and a policy, reporting through an EventSink.
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
@@ -11,9 +11,11 @@
 
 #include "base/byte_size.h"
 #include "base/progress.h"
+#include "engine/kv/cache_manager.h"
 #include "engine/kv/policy.h"
 #include "engine/events/events.h"
 #include "engine/runtime/request.h"
+#include "engine/runtime/request_preparation.h"
 #include "kernels/backend.h"
 
 namespace lazyscope {
@@ -23,12 +25,22 @@ class Tokenizer;
 struct ModelConfig;
 
 
+// Every policy a session serves gets its own KV pool of the full budget and its own history, so
+// no policy is ever served from blocks another policy encoded (a fair comparison).
+const std::vector<Policy>& all_policies();
+
 struct SessionOptions {
   std::filesystem::path model;           // HF directory or .gguf
   std::string synthetic;                 // instead of `model`: random weights of this shape
   uint64_t synthetic_seed = 1;
   BackendKind backend = BackendKind::Auto;
-  std::size_t kv_budget_bytes = 64ull << 20;
+  std::size_t kv_budget_bytes = 64ull << 20;  // per policy
+  // When > 0, instead of kv_budget_bytes: this many blocks per policy, whatever the backend's
+  // KV element size (fp32 on the CPU, bf16 on the GPU).
+  int kv_budget_blocks = 0;
+  // The policies this session runs, each with a pool of kv_budget_bytes: the KV memory is
+  // kv_budget_bytes x policies.size().
+  std::vector<Policy> policies = all_policies();
   int block_size = 16;
   int cpu_threads = 0;                   // 0 = all cores
   CpuPrecision cpu_precision = CpuPrecision::Fast;  // CPU backend: fast kernels or the exact fp32 reference
@@ -39,13 +51,14 @@ struct RunOptions {
   Mode mode = Mode::Block;
   Policy policy = Policy::Lazy;
   int max_new_tokens = -1;               // -1: the request's
-  bool keep_logits = true;               // fill RunResult logits
+  bool keep_logits = true;               // fill RunResult logits; false decodes greedily on the device
   const std::atomic<bool>* cancel = nullptr;
 };
 
 struct RunResult {
   std::string mode, policy, backend;
   int prompt_tokens = 0;
+  std::vector<int32_t> prompt_ids;              // prefix, documents in placement order, query
   std::vector<float> prompt_last_logits;
   std::vector<std::vector<float>> step_logits;  // [0] == prompt_last_logits
   std::vector<int32_t> generated_ids;
@@ -58,29 +71,16 @@ struct RunResult {
 
 using TokenCallback = std::function<void(const TokenEvent&)>;
 
-struct BlockInfo {
-  int64_t segment = -1;  // -1: free
-  int refcount = 0;
-  int shift = 0;
-  int valid = 0;
-  uint64_t last_use = 0;
-};
-
-struct SegmentInfo {
-  int64_t id = 0;
-  SegmentKind kind = SegmentKind::Document;
-  std::string label;
-  int tokens = 0;
-  int shift = 0;
-  int refcount = 0;
-  std::vector<int32_t> blocks;
-};
+// One policy's pool as the cache manager keeps it (block ids are indexes into `blocks`).
+// The prompt's token ids in order: prefix, documents as placed, query.
+std::vector<int32_t> prompt_ids(const PromptLayout& layout);
 
 struct PoolSnapshot {
+  Policy policy = Policy::Lazy;
   int block_size = 0;
   std::size_t bytes_per_block = 0;
-  std::vector<BlockInfo> blocks;
-  std::vector<SegmentInfo> segments;
+  std::vector<BlockState> blocks;
+  std::vector<CachedSegment> segments;
 };
 
 class Session {
@@ -90,6 +90,10 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
+  // The request as this session's model runs it (prepare_request with this model).
+  PreparedRequest prepare(const Request& request, const PreparationOptions& options = {}) const;
+  RunResult submit(const PreparedRequest& prepared, const RunOptions& options, const TokenCallback& on_token = {});
+  // submit(prepare(request)): the default preparation (chat template auto).
   RunResult submit(const Request& request, const RunOptions& options, const TokenCallback& on_token = {});
 
   const ModelConfig& config() const;
@@ -101,9 +105,12 @@ class Session {
   const std::string& backend_note() const;
   // Empty when trace_device was asked for and works; otherwise why there is no device trace.
   const std::string& device_trace_note() const;
-  PoolSnapshot snapshot() const;
+  const std::vector<Policy>& policies() const;
+  int blocks_per_policy() const;
+  // Throws Error when the session does not serve `policy`.
+  PoolSnapshot snapshot(Policy policy) const;
   CacheStats cumulative(Policy policy) const;
-  // Drops every cached segment (blocks return to the free list).
+  // Drops every cached segment of every policy (blocks return to the free lists).
   void clear_cache();
 
  private:

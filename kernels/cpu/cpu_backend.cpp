@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "kernels/random_weights.h"
 #include "kernels/rope.h"
+#include "kernels/step_validation.h"
 
 namespace lazyscope {
 
@@ -43,17 +44,8 @@ void CpuBackend::allocate_pool(int num_blocks, int block_size) {
 }
 
 void CpuBackend::forward(const ForwardStep& step, std::vector<float>* logits) {
+  validate_step(step, StepLimits{shape_.vocab_size, num_blocks_, block_size_});
   const int n = int(step.tokens.size());
-  if (n == 0) throw Error("forward: no tokens");
-  if (step.positions.size() != step.tokens.size() || step.slots.size() != step.tokens.size()) {
-    throw Error("forward: tokens, positions and slots differ in length");
-  }
-  for (int32_t id : step.tokens) {
-    if (id < 0 || id >= shape_.vocab_size) throw Error("forward: token id " + std::to_string(id) + " out of range");
-  }
-  for (int32_t slot : step.slots) {
-    if (slot < 0 || slot >= num_blocks_ * block_size_) throw Error("forward: KV slot out of the pool");
-  }
   const int H = shape_.hidden_size, Q = shape_.q_dim(), K = shape_.kv_dim(), I = shape_.intermediate_size;
   std::vector<float> x(std::size_t(n) * H), h(std::size_t(n) * H), q(std::size_t(n) * Q),
       k(std::size_t(n) * K), v(std::size_t(n) * K), attn(std::size_t(n) * Q), o(std::size_t(n) * H),

@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "kernels/random_weights.h"
 #include "kernels/rope.h"
+#include "kernels/step_validation.h"
 
 namespace lazyscope {
 namespace {
@@ -206,17 +207,8 @@ void CpuFastBackend::rmsnorm_quantize(const float* x, const float* weight, int n
 }
 
 void CpuFastBackend::forward(const ForwardStep& step, std::vector<float>* logits) {
+  validate_step(step, StepLimits{shape_.vocab_size, num_blocks_, block_size_});
   const int n = int(step.tokens.size());
-  if (n == 0) throw Error("forward: no tokens");
-  if (step.positions.size() != step.tokens.size() || step.slots.size() != step.tokens.size()) {
-    throw Error("forward: tokens, positions and slots differ in length");
-  }
-  for (int32_t id : step.tokens) {
-    if (id < 0 || id >= shape_.vocab_size) throw Error("forward: token id " + std::to_string(id) + " out of range");
-  }
-  for (int32_t slot : step.slots) {
-    if (slot < 0 || slot >= num_blocks_ * block_size_) throw Error("forward: KV slot out of the pool");
-  }
   ensure_buffers(n);
   const int H = shape_.hidden_size, Q = shape_.q_dim(), I = shape_.intermediate_size;
   for (int i = 0; i < n; ++i) {

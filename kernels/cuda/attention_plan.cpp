@@ -7,9 +7,18 @@
 
 namespace lazyscope::cuda {
 
+int write_kv_entries(std::span<const BlockRef> table, KvEntry* out) {
+  int key = 0;
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    out[i] = KvEntry{table[i].block, table[i].shift, table[i].valid, key};
+    key += table[i].valid;
+  }
+  return key;
+}
+
 void append_sequence(AttentionPlan& plan, std::span<const BlockRef> table, int block_size, bool lazy) {
   std::vector<KvEntry> entries(table.size());
-  for (std::size_t i = 0; i < table.size(); ++i) entries[i] = KvEntry{table[i].block, table[i].shift, table[i].valid, 0};
+  write_kv_entries(table, entries.data());
   append_table(plan, entries.data(), int(entries.size()), block_size, lazy);
 }
 

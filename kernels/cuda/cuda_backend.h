@@ -1,9 +1,15 @@
 #pragma once
 // The CUDA backend: the Llama forward in bf16 (fp32 residual stream) with cuBLAS GEMMs (GEMVs at
 // one token), the lazy/plain paged attention kernels and a bf16 KV pool. One stream; a step
-// synchronises only to read logits or the greedy token back. A one-token step is replayed from a
-// CUDA graph captured once per launch signature (splits, lazy, output): every per-step value
-// (token, position, slot, block table) is read by the kernels from one device metadata buffer.
+// synchronises only to read logits or the greedy tokens back. A one-token step of one sequence is
+// replayed from a CUDA graph captured once per launch signature (splits, lazy, output): every
+// per-step value (token, position, slot, block table) is read by the kernels from one device
+// metadata buffer. A batched decode step runs N sequences' tokens through the same GEMMs (N rows)
+// and one paged decode-attention launch, each sequence with its own block table and shifts.
+//
+// The code is split by concern: cuda_backend.cpp (construction, weights, pool, block copies),
+// cuda_step.cpp (entry points, step workspace and metadata, GEMM, LM head), cuda_decode_step.cpp
+// (one-token steps, single and batched, and their graphs), cuda_prefill_step.cpp (prompt steps).
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -12,15 +18,18 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "kernels/cuda/attention.h"
 #include "kernels/cuda/bf16_host.h"
 #include "kernels/cuda/device_buffer.h"
-#include "kernels/cuda/ops.h"
+#include "kernels/cuda/gemv.h"
+#include "kernels/cuda/tuning.h"
+#include "kernels/step_validation.h"
 
 namespace lazyscope::cuda {
 
 class CudaBackend final : public Backend {
  public:
-  CudaBackend();
+  explicit CudaBackend(const CudaTuning& tuning = CudaTuning{});
   ~CudaBackend() override;
   std::string name() const override { return "cuda"; }
   std::string device() const override;
@@ -32,27 +41,17 @@ class CudaBackend final : public Backend {
   void forward(const ForwardStep& step, std::vector<float>* logits) override;
   // Argmax on the device; only the 4-byte token crosses to the host.
   int32_t forward_greedy(const ForwardStep& step) override;
+  // One batched decode step for all the steps (one token each); a single step takes the
+  // graph-replayed one-token path.
+  void forward_batch(std::span<const ForwardStep> steps, std::vector<float>* logits) override;
+  void forward_batch_greedy(std::span<const ForwardStep> steps, std::span<int32_t> tokens) override;
   void copy_blocks(std::span<const BlockCopy> copies) override;
   void synchronize() override;
 
-  // CUDA graphs for one-token steps: on unless LAZYSCOPE_CUDA_GRAPHS=0 in the environment.
-  void set_graphs_enabled(bool enabled);
-  bool graphs_enabled() const { return graphs_enabled_; }
-  // One-token steps fold RMSNorm and SwiGLU into the GEMVs' input staging (3 fewer launches a
-  // layer): on unless LAZYSCOPE_CUDA_FUSE=0.
-  void set_fused_decode(bool enabled);
-  bool fused_decode() const { return fused_decode_; }
-  // With fused decode, the wqkv GEMV also rotates and stores K/V (and q) itself, replacing
-  // kv_write in one-token steps: on unless LAZYSCOPE_CUDA_FUSE_KV=0.
-  void set_fused_kv_write(bool enabled);
-  bool fused_kv_write() const { return fused_kv_write_; }
-  // Programmatic dependent launch of the GEMVs (gemv_set_programmatic_launch is process-wide;
-  // this also drops this backend's graphs): on unless LAZYSCOPE_CUDA_PDL=0.
-  void set_programmatic_gemv(bool enabled);
-  // At most this many KV splits in one-token attention (0: decode_num_splits' choice). Run 3:
-  // a cap of 16 was 0.8 % (8B) to 4.5 % (SmolLM2) faster than the uncapped 33 (less to merge).
-  static constexpr int kDefaultDecodeSplitsCap = 16;
-  void set_decode_splits_cap(int cap);
+  // The launch choices (benchmarks and tests change them; the product keeps the defaults).
+  // Changing them waits for the stream and drops the captured graphs.
+  const CudaTuning& tuning() const { return tuning_; }
+  void set_tuning(const CudaTuning& tuning);
   int graph_captures() const { return graph_captures_; }  // graphs instantiated so far
   int graph_replays() const { return graph_replays_; }    // steps run from a graph
 
@@ -69,23 +68,40 @@ class CudaBackend final : public Backend {
     DeviceBuffer attn_norm, wqkv, wo, mlp_norm, w_gate_up, w_down;
   };
   enum class StepOutput { None, Logits, Greedy };
+  // Where a one-token step's kernels find their per-sequence values (device addresses).
+  struct DecodeMeta {
+    const int32_t* tokens = nullptr;     // [batch]
+    const int32_t* positions = nullptr;  // [batch]
+    const int32_t* slots = nullptr;      // [batch]
+    const int32_t* offsets = nullptr;    // [batch + 1] into entries
+    const KvEntry* entries = nullptr;
+  };
+
+  // cuda_backend.cpp
   void allocate_weights(const ModelShape& shape);
-  void ensure_workspace(int n, int splits_rows);
+  StepLimits step_limits() const;
+  void invalidate_graphs();
+  // cuda_step.cpp
+  void ensure_workspace(int n, int splits_rows, int output_rows);
   void gemm(const bf16_bits* x, const bf16_bits* w, int m, int n, int k, void* out, bool out_fp32, bool accumulate);
-  void validate_step(const ForwardStep& step) const;
   // Runs the step; returns the greedy token for StepOutput::Greedy, else -1.
   int32_t run_step(const ForwardStep& step, StepOutput output, std::vector<float>* logits);
-  void run_prefill(const ForwardStep& step, StepOutput output);
-  void run_decode(const ForwardStep& step, StepOutput output);
-  // The one-token forward from the fixed-layout metadata (the body a graph captures).
-  void enqueue_decode(int splits, bool lazy, int num_entries, StepOutput output);
-  // Final norm, LM head and (Greedy) argmax of token row n - 1, plus the copy to pinned memory.
-  void enqueue_head(int n, StepOutput output);
+  // Final norm, LM head and (Greedy) argmax of `rows` residual rows from `x`, plus the copy of
+  // the logits or tokens to pinned memory.
+  void enqueue_head(const float* x, int rows, StepOutput output);
   // Pinned staging of a step's metadata (double-buffered); then one async upload.
   unsigned char* stage_meta(std::size_t bytes);
   void upload_meta(std::size_t bytes);
-  void invalidate_graphs();
+  // cuda_decode_step.cpp
+  void run_decode(const ForwardStep& step, StepOutput output);
+  void run_decode_batch(std::span<const ForwardStep> steps, StepOutput output);
+  // The one-token forward of `batch` sequences (the body a graph captures at batch 1).
+  void enqueue_decode(const DecodeMeta& meta, int batch, int splits, bool lazy, int max_entries, StepOutput output);
+  int decode_splits(int batch, int max_entries) const;
+  // cuda_prefill_step.cpp
+  void run_prefill(const ForwardStep& step, int total_keys, StepOutput output);
 
+  CudaTuning tuning_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   int sm_count_ = 0;
@@ -98,27 +114,23 @@ class CudaBackend final : public Backend {
   DeviceBuffer k_pool_, v_pool_;
   // Per-step workspace, grown to the largest step seen.
   int capacity_tokens_ = 0;
+  int capacity_output_rows_ = 0;
   DeviceBuffer x_, h_, qkv_, attn_, gate_up_, act_, logits_;
   DeviceBuffer partial_o_, partial_ml_, q_rotated_;
   std::size_t partial_rows_splits_ = 0;
   DeviceBuffer step_meta_;
   DeviceBuffer copies_;
-  std::vector<unsigned char> host_meta_;   // prefill metadata being assembled
+  std::vector<unsigned char> host_meta_;   // prefill / batch metadata being assembled
   PinnedBuffer staged_meta_[2];            // what the uploads read, alternating
   cudaEvent_t meta_uploaded_[2] = {nullptr, nullptr};
   int meta_slot_ = 0;
   DeviceBuffer gemv_partial_, gemv_counters_;
-  GemvWorkspace gemv_workspace_;
-  DeviceBuffer device_token_, argmax_scratch_;
-  float* host_logits_ = nullptr;  // pinned
-  int32_t* host_token_ = nullptr;  // pinned
+  GemvContext gemv_;
+  DeviceBuffer device_tokens_, argmax_scratch_;
+  PinnedBuffer host_logits_, host_tokens_;
   // Instantiated decode graphs by (splits, lazy, output); they bake in every buffer address, so
   // any reallocation clears them.
   std::map<std::tuple<int, bool, int>, cudaGraphExec_t> graphs_;
-  bool graphs_enabled_ = true;
-  bool fused_decode_ = true;
-  bool fused_kv_write_ = true;
-  int decode_splits_cap_ = kDefaultDecodeSplitsCap;
   bool gemv_ok_ = false;  // every decode GEMM can take the GEMV path (hidden, q and mlp widths % 8)
   int graph_captures_ = 0, graph_replays_ = 0;
 };

@@ -65,4 +65,18 @@ __device__ __forceinline__ void rope_cos_sin(long long position, float inv_freq,
   sincosf(angle, s, c);
 }
 
+// Multiprocessor count of the current device, asked once per process (132 if the query fails).
+inline int cached_sm_count() {
+  static const int count = [] {
+    int device = 0, sms = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 132;
+    }
+    return sms;
+  }();
+  return count;
+}
+
 }  // namespace lazyscope::cuda::detail

@@ -6,7 +6,7 @@ the transformers check is scripts/reference/smollm2_transformers.py.
 
   gguf_numpy_reference.py MODEL.gguf --write-request REQUEST.json [--text TEXT]
       tokenizes a chat prompt with HF `tokenizers` built from the GGUF vocabulary and writes a
-      request file in the *_ids form (design section 7)
+      request file in the *_ids form (docs/formats.md)
   gguf_numpy_reference.py MODEL.gguf --request REQUEST.json --compare DUMP.json
       prints max-abs differences of prompt_last_logits and every step_logits entry
 """

@@ -12,7 +12,7 @@ Usage (from the repository root, after building lazyscope-cli):
 
   # 2. Build a small LlamaForCausalLM with transformers (bf16, llama3 rope scaling, sharded into
   #    2+ files with model.safetensors.index.json), save_pretrained it, copy the tokenizer, and
-  #    write a token-id request (design section 7 format) next to it.
+  #    write a token-id request (docs/formats.md) next to it.
   python3 scripts/reference/hf_check.py make --out /tmp/hf-llama --tokenizer-from /tmp/ls-tiny
 
   # 3. float64 reference logits at the last prompt position.
@@ -177,7 +177,7 @@ def make_checkpoint(args):
     if not os.path.exists(os.path.join(args.out, "tokenizer.json")):
         fail(f"{args.tokenizer_from} has no tokenizer.json")
 
-    # Token ids as design section 7 requests them: prefix (BOS included), documents, query.
+    # Token ids as docs/formats.md describes them: prefix (BOS included), documents, query.
     rng = random.Random(args.seed)
     normal = [i for i in range(tokenizer_vocab) if i not in (bos, eos)]
     request = {
@@ -196,7 +196,7 @@ def make_checkpoint(args):
 
 
 def prompt_ids(request, model_dir):
-    """The full-mode prompt of a design section 7 request, as token ids."""
+    """The full-mode prompt of a request file (docs/formats.md), as token ids."""
     if "query_ids" in request or "prefix_ids" in request or "document_ids" in request:
         prefix = request.get("prefix_ids", [])
         documents = request.get("document_ids", [])
@@ -310,7 +310,7 @@ def main():
 
     ref = sub.add_parser("reference", help="float64 last-position logits for a request")
     ref.add_argument("--model", required=True, help="HF checkpoint directory")
-    ref.add_argument("--request", required=True, help="request JSON (design section 7)")
+    ref.add_argument("--request", required=True, help="request JSON (docs/formats.md)")
     ref.add_argument("--out", required=True, help="where to write the reference JSON")
     ref.add_argument("--cpu", action="store_true", help="run on the CPU even with a GPU")
 

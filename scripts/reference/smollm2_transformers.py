@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Full-attention reference logits for a GGUF model (SmolLM2-135M-Instruct by default) from HF
 transformers, which dequantizes the same GGUF file to fp32, and a comparison with a LazyScope
-logits dump (`lazyscope-cli generate --mode full --dump-logits FILE`, design section 7).
+logits dump (`lazyscope-cli generate --mode full --dump-logits FILE`, docs/formats.md).
 
 Needs: torch, transformers, and the `gguf` package (transformers reads GGUF through it).
 
@@ -40,7 +40,7 @@ def prompt_ids(args, tokenizer_loader):
     if args.ids_file:
         with open(args.ids_file) as f:
             data = json.load(f)
-        if isinstance(data, dict):  # a request file with token ids (design section 7)
+        if isinstance(data, dict):  # a request file with token ids (docs/formats.md)
             order = data.get("order") or list(range(len(data["document_ids"])))
             ids = list(data.get("prefix_ids", []))
             for i in order:

@@ -125,6 +125,20 @@ TEST(TriviaQA, MissingEvidenceNamesTheQuestionAndFile) {
   EXPECT_CONTAINS(message, "Missing.txt");
 }
 
+TEST(TriviaQA, EvidenceNamesNeverLeaveTheEvidenceTree) {
+  TempDir dir;
+  dir.write("secret.txt", "outside the evidence tree");
+  dir.write("evidence/wikipedia/Ok.txt", "inside");
+  for (const std::string name : {"../../secret.txt", "/etc/passwd", "a/../../../secret.txt"}) {
+    auto file = dir.write("qa/dev.json", R"({"Data":[{"QuestionId":"tq_5","Question":"Q?","Answer":{"Value":"a"},
+      "EntityPages":[{"Filename":")" + name + R"(","Title":"M"}]}]})");
+    std::string message = error_of([&] { load_triviaqa(file); });
+    EXPECT_CONTAINS(message, "dev.json");
+    EXPECT_CONTAINS(message, "tq_5");
+    EXPECT_CONTAINS(message, "must stay inside");
+  }
+}
+
 TEST(TriviaQA, RejectsAFileWithoutData) {
   TempDir dir;
   auto file = dir.write("dev.json", R"({"Version": 1})");

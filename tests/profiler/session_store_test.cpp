@@ -2,7 +2,10 @@
 // clearly; a failed save leaves the previous report intact.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <fstream>
+#include <vector>
 
 #include "engine/runtime/session.h"
 #include "base/error.h"
@@ -25,10 +28,11 @@ SessionRecording record_two_requests() {
   r.document_ids = {std::vector<int32_t>(18, 30), std::vector<int32_t>(5, 31)};
   r.query_ids = std::vector<int32_t>{4, 5};
   r.max_new_tokens = 3;
-  session.submit(r, RunOptions{});
-  r.order = {1, 0};
+  // Every policy has its own pool: materialized hits (and copies) only what it encoded itself.
   RunOptions mat;
   mat.policy = Policy::Materialized;
+  session.submit(r, mat);
+  r.order = {1, 0};
   session.submit(r, mat);
   return rec.snapshot();
 }
@@ -69,11 +73,15 @@ TEST(SessionStore, FailedSaveKeepsThePreviousReport) {
   const auto path = temp("ls-session-keep.db");
   save_session_sqlite(rec, path);
   const auto before = std::filesystem::file_size(path);
-  // A directory where the temporary file would go makes the save fail midway.
-  const auto blocker = std::filesystem::path(path.string() + ".tmp" + std::to_string(getpid()));
-  std::filesystem::create_directories(blocker / "x");
+  // Directories where this process's temporary files would go make the save fail midway.
+  std::vector<std::filesystem::path> blockers;
+  for (int n = 0; n < 1000; ++n) {
+    blockers.push_back(path.parent_path() / ("." + path.filename().string() + ".tmp-" + std::to_string(getpid()) +
+                                             "-" + std::to_string(n)));
+    std::filesystem::create_directories(blockers.back() / "x");
+  }
   EXPECT_THROW(save_session_sqlite(rec, path), Error);
-  std::filesystem::remove_all(blocker);
+  for (const auto& b : blockers) std::filesystem::remove_all(b);
   EXPECT_EQ(std::filesystem::file_size(path), before);
   EXPECT_EQ(load_session_sqlite(path).requests.size(), 2u);
 }

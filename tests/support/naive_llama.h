@@ -1,5 +1,5 @@
 #pragma once
-// An independent, deliberately plain fp64 Llama forward for checking the engine (design §3).
+// An independent, deliberately plain fp64 Llama forward for checking the engine (docs/design.md).
 #include <cmath>
 #include <vector>
 

@@ -42,27 +42,29 @@ QColor BlockMapModel::colorForLabel(const QString& label, SegmentKind kind) {
   return color;
 }
 
-QString BlockMapModel::documentLabel(const SegmentEntry& segment) const {
-  if (segment.kind != SegmentKind::Copy) return segment.label;
-  // A copy is drawn in its source document's colour: find the document whose title it names.
-  QString best;
-  for (const auto& other : segments_)
-    if (other.kind == SegmentKind::Document && segment.label.contains(other.label) &&
-        other.label.size() > best.size())
-      best = other.label;
-  for (auto it = label_colors_.begin(); it != label_colors_.end(); ++it)
-    if (segment.label.contains(it.key()) && it.key().size() > best.size()) best = it.key();
-  return best.isEmpty() ? segment.label : best;
+void BlockMapModel::setPolicy(const QString& policy) {
+  if (policy == policy_) return;
+  policy_ = policy;
+  for (BlockCell& cell : cells_) cell = BlockCell{};
+  segments_.clear();
+  Q_EMIT changed();
+}
+
+bool BlockMapModel::shows(const std::string& policy) const {
+  // Events without a policy come from tests and single-pool tools: show them.
+  return policy.empty() || QString::fromStdString(policy) == policy_;
 }
 
 void BlockMapModel::applySegment(const SegmentEvent& event) {
+  if (!shows(event.policy)) return;
   SegmentEntry entry;
   entry.id = event.segment;
   entry.kind = event.kind;
   entry.label = QString::fromStdString(event.label);
+  entry.source_segment = event.source_segment;
   entry.tokens = event.tokens;
   entry.shift = event.shift;
-  entry.color = colorForLabel(documentLabel(entry), entry.kind);
+  entry.color = colorForLabel(entry.label, entry.kind);
   segments_.insert(entry.id, entry);
   for (int32_t block : event.blocks) {
     if (block < 0 || size_t(block) >= cells_.size()) continue;
@@ -85,7 +87,8 @@ void BlockMapModel::touch(int block, BlockAction action) {
 }
 
 void BlockMapModel::applyBlock(const BlockEvent& event) {
-  if (event.block < 0 || size_t(event.block) >= cells_.size()) return;
+  countInTally(event.action);
+  if (!shows(event.policy) || event.block < 0 || size_t(event.block) >= cells_.size()) return;
   BlockCell& cell = cells_[size_t(event.block)];
   switch (event.action) {
     case BlockAction::Allocated:
@@ -110,30 +113,34 @@ void BlockMapModel::applyBlock(const BlockEvent& event) {
   if (event.action == BlockAction::Copied)
     cell.ghost_copy = true;  // stays marked after the copy is freed
   touch(event.block, event.action);
-  if (!tallies_.empty()) {
-    RunTally& tally = tallies_.back();
-    switch (event.action) {
-      case BlockAction::Allocated:
-        ++tally.allocated;
-        break;
-      case BlockAction::Hit:
-        ++tally.hit;
-        break;
-      case BlockAction::Copied:
-        ++tally.copied;
-        break;
-      case BlockAction::Evicted:
-        ++tally.evicted;
-        break;
-      case BlockAction::Released:
-        ++tally.released;
-        break;
-    }
+  Q_EMIT changed();
+}
+
+void BlockMapModel::countInTally(BlockAction action) {
+  if (tallies_.empty()) return;
+  RunTally& tally = tallies_.back();
+  switch (action) {
+    case BlockAction::Allocated:
+      ++tally.allocated;
+      break;
+    case BlockAction::Hit:
+      ++tally.hit;
+      break;
+    case BlockAction::Copied:
+      ++tally.copied;
+      break;
+    case BlockAction::Evicted:
+      ++tally.evicted;
+      break;
+    case BlockAction::Released:
+      ++tally.released;
+      break;
   }
   Q_EMIT changed();
 }
 
 void BlockMapModel::applyPool(const PoolEvent& event) {
+  if (!shows(event.policy)) return;
   if (event.blocks_total != blockCount() && event.blocks_total > 0) {
     cells_.resize(size_t(event.blocks_total));
     Q_EMIT changed();
@@ -141,25 +148,26 @@ void BlockMapModel::applyPool(const PoolEvent& event) {
 }
 
 void BlockMapModel::applySnapshot(const PoolSnapshot& snapshot) {
+  if (!shows(to_string(snapshot.policy))) return;
   block_size_ = snapshot.block_size;
   bytes_per_block_ = qint64(snapshot.bytes_per_block);
   // Keep flash state: a snapshot arrives right after the events it summarises.
   cells_.resize(snapshot.blocks.size());
   QHash<qint64, SegmentEntry> segments;
-  for (const auto& info : snapshot.segments) {
+  for (const CachedSegment& info : snapshot.segments) {
     SegmentEntry entry;
     entry.id = info.id;
     entry.kind = info.kind;
     entry.label = QString::fromStdString(info.label);
-    entry.tokens = info.tokens;
+    entry.source_segment = info.source_segment;
+    entry.tokens = int(info.tokens.size());
     entry.shift = info.shift;
+    entry.color = colorForLabel(entry.label, entry.kind);
     segments.insert(entry.id, entry);
   }
   segments_ = segments;
-  for (auto it = segments_.begin(); it != segments_.end(); ++it)
-    it->color = colorForLabel(documentLabel(*it), it->kind);
   for (size_t i = 0; i < snapshot.blocks.size(); ++i) {
-    const BlockInfo& info = snapshot.blocks[i];
+    const BlockState& info = snapshot.blocks[i];
     BlockCell& cell = cells_[i];
     if (info.segment >= 0 &&
         !(segments_.contains(info.segment) && segments_[info.segment].kind == SegmentKind::Copy))
@@ -277,7 +285,7 @@ std::vector<std::pair<QString, QColor>> BlockMapModel::legend() const {
     if (c.segment < 0) continue;
     const SegmentEntry* seg = segment(c.segment);
     if (!seg) continue;
-    QString label = documentLabel(*seg);
+    QString label = seg->label;
     if (seg->kind == SegmentKind::Prefix) label = QStringLiteral("prefix (system)");
     if (seg->kind == SegmentKind::Query) label = QStringLiteral("query + generated");
     if (seen.contains(label)) continue;

@@ -1,6 +1,7 @@
 #pragma once
-// The KV pool as the GUI sees it: one cell per block, fed by engine events and corrected by
-// pool snapshots after every run. Colours are decided here so tests can check them.
+// One policy's KV pool as the GUI sees it (every policy has its own): one cell per block, fed by
+// that policy's engine events and corrected by its pool snapshots after every run. Colours are
+// decided here so tests can check them. The run tallies count every policy's events.
 #include <QColor>
 #include <QElapsedTimer>
 #include <QHash>
@@ -29,7 +30,8 @@ struct BlockCell {
 struct SegmentEntry {
   qint64 id = 0;
   SegmentKind kind = SegmentKind::Document;
-  QString label;
+  QString label;              // the document title, copies included
+  qint64 source_segment = -1;  // a copy: the segment it copies
   int tokens = 0;
   int shift = 0;
   QColor color;
@@ -52,6 +54,10 @@ class BlockMapModel : public QObject {
   explicit BlockMapModel(QObject* parent = nullptr);
 
   void resize(int blocks, int block_size, qint64 bytes_per_block);
+  // The policy whose pool the cells show ("lazy", "materialized", ...): forgets the cells; the
+  // caller asks the engine for a snapshot of that pool.
+  void setPolicy(const QString& policy);
+  const QString& policy() const { return policy_; }
   void applySnapshot(const PoolSnapshot& snapshot);
   void applySegment(const SegmentEvent& event);
   void applyBlock(const BlockEvent& event);
@@ -87,9 +93,11 @@ class BlockMapModel : public QObject {
   void changed();
 
  private:
-  QString documentLabel(const SegmentEntry& segment) const;
   void touch(int block, BlockAction action);
+  bool shows(const std::string& policy) const;
+  void countInTally(BlockAction action);
 
+  QString policy_ = QStringLiteral("lazy");
   int block_size_ = 16;
   qint64 bytes_per_block_ = 0;
   std::vector<BlockCell> cells_;

@@ -13,7 +13,7 @@ class SelectedDocumentsModel : public QAbstractListModel {
  public:
   explicit SelectedDocumentsModel(QObject* parent = nullptr);
 
-  void append(const DocumentEntry& document);  // repeats are allowed (design §2)
+  void append(const DocumentEntry& document);  // repeats are allowed (docs/design.md)
   void removeAt(int row);
   void clear();
   void reverse();  // the quickest way to show that order does not matter to the lazy cache

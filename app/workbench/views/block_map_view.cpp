@@ -1,5 +1,7 @@
 #include "app/workbench/views/block_map_view.h"
 
+#include <QComboBox>
+#include <QHBoxLayout>
 #include <QHelpEvent>
 #include <QLabel>
 #include <QPaintEvent>
@@ -162,8 +164,23 @@ BlockMapView::BlockMapView(QWidget* parent) : QWidget(parent) {
   tally_font.setPointSizeF(tally_font.pointSizeF() * 1.1);
   tally_->setFont(tally_font);
   layout->addWidget(tally_);
+  auto* pool_row = new QHBoxLayout;
+  pool_row->addWidget(new QLabel(tr("Pool of:"), this));
+  policy_ = new QComboBox(this);
+  for (const char* name : {"lazy", "materialized", "positional", "prefix", "none"})
+    policy_->addItem(QString::fromUtf8(name));
+  policy_->setToolTip(tr("Every policy runs on its own KV pool of the full budget, so no policy is "
+                         "served from blocks another one encoded. Pick the pool to show."));
+  pool_row->addWidget(policy_);
+  pool_row->addWidget(new QLabel(tr("<small>every policy has its own pool of the full budget</small>"), this));
+  pool_row->addStretch();
+  layout->addLayout(pool_row);
   budget_ = new BudgetBar(&model_, this);
   layout->addWidget(budget_);
+  connect(policy_, &QComboBox::currentTextChanged, this, [this](const QString& policy) {
+    model_.setPolicy(policy);
+    Q_EMIT policyChanged(policy);
+  });
   scroll_ = new QScrollArea(this);
   scroll_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   scroll_->setWidgetResizable(false);
@@ -191,6 +208,8 @@ void BlockMapView::resizeEvent(QResizeEvent* event) {
 }
 
 QString BlockMapView::tallyText() const { return tally_->text(); }
+
+void BlockMapView::showPolicy(const QString& policy) { policy_->setCurrentText(policy); }
 
 void BlockMapView::refresh() {
   grid_->fitTo(scroll_->viewport()->size());

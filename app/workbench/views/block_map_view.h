@@ -5,6 +5,7 @@
 
 #include "app/workbench/models/block_map_model.h"
 
+class QComboBox;
 class QLabel;
 class QScrollArea;
 class QTimer;
@@ -57,6 +58,13 @@ class BlockMapView : public QWidget {
   BlockMapModel* model() { return &model_; }
   BlockGrid* grid() { return grid_; }
   QString tallyText() const;
+  // Shows the pool of `policy` ("lazy", "materialized", ...): every policy has its own.
+  void showPolicy(const QString& policy);
+  QComboBox* policySelector() { return policy_; }
+
+ Q_SIGNALS:
+  // The user picked another policy's pool: the model needs a snapshot of it.
+  void policyChanged(const QString& policy);
 
  protected:
   void resizeEvent(QResizeEvent* event) override;
@@ -65,6 +73,7 @@ class BlockMapView : public QWidget {
   void refresh();
   BlockMapModel model_;
   QLabel* tally_ = nullptr;
+  QComboBox* policy_ = nullptr;
   BudgetBar* budget_ = nullptr;
   QScrollArea* scroll_ = nullptr;
   BlockGrid* grid_ = nullptr;

@@ -57,7 +57,7 @@ QColor difference_color(double max_abs_diff) {
                   int(a.green() + (b.green() - a.green()) * s),
                   int(a.blue() + (b.blue() - a.blue()) * s));
   };
-  // Up to 1e-4 (design §3's fp32 tolerance) stays green, darker the closer to bit-identical;
+  // Up to 1e-4 (the fp32 tolerance, docs/design.md) stays green, darker the closer to bit-identical;
   // beyond it yellow, then red at 1e-1.
   const QColor dark_green(30, 130, 55), light_green(120, 200, 90), yellow(240, 200, 40),
       red(215, 40, 40);

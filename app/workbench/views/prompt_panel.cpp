@@ -1,6 +1,7 @@
 #include "app/workbench/views/prompt_panel.h"
 
 #include <QCheckBox>
+#include <QComboBox>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
@@ -48,6 +49,20 @@ PromptPanel::PromptPanel(QWidget* parent) : QWidget(parent) {
   query_row->addWidget(stop_);
   form->addRow(tr("System:"), system_);
   form->addRow(tr("Query:"), query_row);
+  chat_ = new QComboBox(this);
+  for (ChatMode mode : {ChatMode::Auto, ChatMode::On, ChatMode::Off})
+    chat_->addItem(QString::fromUtf8(to_string(mode)), int(mode));
+  chat_->setToolTip(
+      tr("auto: wrap the prompt in the model's chat template when it has one (as lazyscope-cli "
+         "generate does); on: always (a plain Document/Question wording without one); off: the "
+         "system text, documents and query as typed"));
+  auto* chat_row = new QHBoxLayout;
+  chat_row->addWidget(chat_);
+  chat_row->addWidget(new QLabel(tr("<small>the engine prepares the prompt the same way for the "
+                                    "CLI and every policy column</small>"),
+                                 this));
+  chat_row->addStretch();
+  form->addRow(tr("Chat template:"), chat_row);
   layout->addLayout(form);
 
   auto* controls = new QHBoxLayout;
@@ -138,6 +153,10 @@ QString PromptPanel::query() const { return query_->text(); }
 void PromptPanel::setQuery(const QString& text) { query_->setText(text); }
 int PromptPanel::maxTokens() const { return max_tokens_->value(); }
 void PromptPanel::setMaxTokens(int tokens) { max_tokens_->setValue(tokens); }
+
+ChatMode PromptPanel::chatMode() const { return ChatMode(chat_->currentData().toInt()); }
+
+void PromptPanel::setChatMode(ChatMode mode) { chat_->setCurrentIndex(chat_->findData(int(mode))); }
 
 QStringList PromptPanel::checkedPolicies() const {
   QStringList keys;

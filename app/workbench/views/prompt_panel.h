@@ -8,6 +8,7 @@
 #include "app/workbench/workbench_types.h"
 
 class QCheckBox;
+class QComboBox;
 class QLabel;
 class QLineEdit;
 class QPlainTextEdit;
@@ -29,6 +30,9 @@ class PromptPanel : public QWidget {
   void setQuery(const QString& text);
   int maxTokens() const;
   void setMaxTokens(int tokens);
+  // Whether the engine wraps the request in the model's chat template (as `generate --chat`).
+  ChatMode chatMode() const;
+  void setChatMode(ChatMode mode);
   QStringList checkedPolicies() const;
   void setPolicyChecked(const QString& key, bool checked);
   void setBusy(bool busy);
@@ -55,6 +59,7 @@ class PromptPanel : public QWidget {
   QPlainTextEdit* system_ = nullptr;
   QLineEdit* query_ = nullptr;
   QSpinBox* max_tokens_ = nullptr;
+  QComboBox* chat_ = nullptr;
   std::vector<std::pair<QString, QCheckBox*>> policy_boxes_;
   QPushButton* run_ = nullptr;
   QPushButton* stop_ = nullptr;

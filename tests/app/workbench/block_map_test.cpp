@@ -45,7 +45,9 @@ void script(BlockMapModel& m) {
   m.applyBlock(block(BlockAction::Allocated, 1, 10, 1));
   m.applySegment(segment(11, SegmentKind::Document, "Lantern Guild", {2}));
   m.applyBlock(block(BlockAction::Allocated, 2, 11, 1));
-  m.applySegment(segment(12, SegmentKind::Copy, "Harbor of Velm @+16", {4, 5}, 16));
+  SegmentEvent copy = segment(12, SegmentKind::Copy, "Harbor of Velm", {4, 5}, 16);
+  copy.source_segment = 10;  // the engine names what a copy copies: no label parsing
+  m.applySegment(copy);
   m.applyBlock(block(BlockAction::Copied, 4, 12, 1, 16));
   m.applyBlock(block(BlockAction::Copied, 5, 12, 1, 16));
 }
@@ -106,6 +108,40 @@ TEST(BlockMapModel, TalliesWhatEachRunDid) {
   EXPECT_EQ(m.tallies().size(), 1u);
 }
 
+TEST(BlockMapModel, ShowsOnePolicysPoolAndTalliesEvery) {
+  BlockMapModel m;
+  m.resize(8, 16, 4096);
+  m.beginRun(1, "lazy");
+  SegmentEvent lazy_doc = segment(10, SegmentKind::Document, "Harbor of Velm", {0});
+  lazy_doc.policy = "lazy";
+  m.applySegment(lazy_doc);
+  BlockEvent lazy_block = block(BlockAction::Allocated, 0, 10, 1);
+  lazy_block.policy = "lazy";
+  m.applyBlock(lazy_block);
+  m.beginRun(1, "materialized");
+  SegmentEvent mat_doc = segment(1099511627777, SegmentKind::Document, "Lantern Guild", {0});
+  mat_doc.policy = "materialized";
+  m.applySegment(mat_doc);
+  BlockEvent mat_block = block(BlockAction::Allocated, 0, 1099511627777, 1);
+  mat_block.policy = "materialized";
+  m.applyBlock(mat_block);
+  // Block 0 of the lazy pool is not block 0 of the materialized pool.
+  EXPECT_EQ(m.policy(), "lazy");
+  EXPECT_EQ(m.cell(0).segment, 10);
+  ASSERT_EQ(m.tallies().size(), 2u);
+  EXPECT_EQ(m.tallies()[1].allocated, 1);
+  PoolSnapshot other;
+  other.policy = Policy::Materialized;
+  other.blocks.resize(8);
+  m.applySnapshot(other);  // another pool's snapshot leaves this one alone
+  EXPECT_EQ(m.cell(0).segment, 10);
+  m.setPolicy("materialized");
+  EXPECT_EQ(m.usedBlocks(), 0);  // forgotten until the materialized snapshot arrives
+  other.blocks[0].segment = 1099511627777;
+  m.applySnapshot(other);
+  EXPECT_EQ(m.cell(0).segment, 1099511627777);
+}
+
 TEST(BlockMapModel, TooltipNamesSegmentShiftRefcount) {
   BlockMapModel m;
   script(m);
@@ -127,7 +163,7 @@ TEST(BlockMapModel, SnapshotReplacesState) {
   snap.blocks[7].segment = 20;
   snap.blocks[7].refcount = 0;
   snap.blocks[7].last_use = 42;
-  SegmentInfo info;
+  CachedSegment info;
   info.id = 20;
   info.label = "Lantern Guild";
   info.blocks = {7};

@@ -74,7 +74,7 @@ TEST_F(LoadedWindow, RunStreamsBothPoliciesAndTheyAgree) {
     EXPECT_GE(runs->column(i).ttft_ms, 0.0);
   }
   EXPECT_EQ(window_->promptPanel()->output("lazy")->toPlainText(), runs->column(0).text);
-  // Design §3: on the CPU lazy and materialized agree to 1e-4 with identical greedy tokens.
+  // docs/design.md: on the CPU lazy and materialized agree to 1e-4 with identical greedy tokens.
   const EquivalenceReport& report = window_->equivalenceView()->model()->report();
   ASSERT_FALSE(report.steps.empty());
   EXPECT_EQ(report.mismatches(), 0);

@@ -66,11 +66,44 @@ TEST(CacheManager, RepeatedDocumentIsStoredOnce) {
   auto a = tokens(100, 5);
   RequestPlan plan = cache.plan(layout({a, a, a}), Mode::Block, Policy::Lazy);
   EXPECT_EQ(plan.encodes.size(), 2u);  // prefix + one copy of a
-  EXPECT_EQ(plan.stats.document_hits, 2);
+  // Its KV was not in the pool when the request arrived: no hits; the two repeats apart.
+  EXPECT_EQ(plan.stats.document_hits, 0);
+  EXPECT_EQ(plan.stats.document_repeats, 2);
+  EXPECT_EQ(plan.stats.repeat_tokens, 10);
+  EXPECT_EQ(plan.stats.cached_tokens, 0);
+  EXPECT_DOUBLE_EQ(plan.stats.document_hit_ratio(), 0.0);
+  EXPECT_FALSE(plan.placements[1].repeat);
+  EXPECT_TRUE(plan.placements[2].repeat);
+  EXPECT_FALSE(plan.placements[2].hit);
   cache.finish(plan, true);
   int doc_segments = 0;
   for (const auto& s : cache.segments()) doc_segments += s.kind == SegmentKind::Document;
   EXPECT_EQ(doc_segments, 1);
+}
+
+TEST(CacheManager, ASecondPlacementInOneRequestIsARepeatEvenWhenCachedBefore) {
+  for (Policy policy : {Policy::Lazy, Policy::Materialized, Policy::Positional}) {
+    KvCacheManager cache(64, kBlock, 100, "m");
+    auto a = tokens(100, 5), b = tokens(200, 3);
+    run(cache, layout({a, b, a}), Mode::Block, policy);
+    RequestPlan plan = run(cache, layout({a, b, a}), Mode::Block, policy);
+    EXPECT_EQ(plan.stats.documents, 3) << to_string(policy);
+    EXPECT_EQ(plan.stats.document_hits, 2) << to_string(policy);  // a and b: in the pool before
+    EXPECT_EQ(plan.stats.document_repeats, 1) << to_string(policy);
+    EXPECT_EQ(plan.stats.cached_tokens, 3 + 5 + 3) << to_string(policy);
+    EXPECT_DOUBLE_EQ(plan.stats.document_hit_ratio(), 1.0) << to_string(policy);
+    EXPECT_TRUE(plan.placements[3].repeat) << to_string(policy);
+    EXPECT_FALSE(plan.placements[3].hit) << to_string(policy);
+  }
+}
+
+TEST(CacheManager, MaterializedRepeatOfAFreshEncodeIsARepeatNotAHit) {
+  KvCacheManager cache(64, kBlock, 100, "m");
+  auto a = tokens(100, 5), b = tokens(200, 3);
+  RequestPlan plan = run(cache, layout({a, b, a}), Mode::Block, Policy::Materialized);
+  EXPECT_EQ(plan.stats.document_hits, 0);
+  EXPECT_EQ(plan.stats.document_repeats, 1);
+  EXPECT_FALSE(plan.copies.empty());  // the second a sits 8 tokens later: a rotated copy
 }
 
 TEST(CacheManager, MaterializedCopiesEveryShiftedPlacement) {
@@ -87,6 +120,14 @@ TEST(CacheManager, MaterializedCopiesEveryShiftedPlacement) {
   EXPECT_EQ(second.stats.bytes_copied, 400 + 200);
   EXPECT_FALSE(second.prompt.lazy);
   for (const BlockRef& r : second.prompt.table) EXPECT_EQ(r.shift, 0);
+  // The copy names its source document and carries its title.
+  const Placement& copied = second.placements[2];
+  EXPECT_EQ(copied.kind, SegmentKind::Copy);
+  EXPECT_EQ(copied.label, "document 1");
+  ASSERT_GE(copied.source_segment, 0);
+  bool source_is_a = false;
+  for (const auto& s : cache.segments()) source_is_a |= s.id == copied.source_segment && s.tokens == a;
+  EXPECT_TRUE(source_is_a);
   // Copies are per request: nothing extra stays cached.
   int copies = 0;
   for (const auto& s : cache.segments()) copies += s.kind == SegmentKind::Copy;

@@ -12,6 +12,7 @@
 #include "engine/model/hf_checkpoint.h"
 #include "engine/model/model_loader.h"
 #include "base/error.h"
+#include "kernels/synthetic_shapes.h"
 #include "model_test_util.h"
 
 namespace lazyscope {
@@ -29,6 +30,43 @@ CheckpointWriteOptions options(TensorDtype dtype = TensorDtype::BF16) {
   o.dtype = dtype;
   o.text_dir = text_dir();
   return o;
+}
+
+uint64_t parameter_count(const ModelShape& shape) {
+  uint64_t params = 0;
+  for (const HfTensorSpec& s : llama_tensor_specs(shape)) {
+    uint64_t n = 1;
+    for (int64_t d : s.shape) n *= uint64_t(d);
+    params += n;
+  }
+  return params;
+}
+
+TEST(Presets, ShapesComeFromTheOneCatalogue) {
+  for (const ModelPreset& p : model_presets()) {
+    const ModelShape c = synthetic_shape(p.name);
+    EXPECT_EQ(p.shape.vocab_size, c.vocab_size) << p.name;
+    EXPECT_EQ(p.shape.hidden_size, c.hidden_size) << p.name;
+    EXPECT_EQ(p.shape.intermediate_size, c.intermediate_size) << p.name;
+    EXPECT_EQ(p.shape.num_layers, c.num_layers) << p.name;
+    EXPECT_EQ(p.shape.num_kv_heads, c.num_kv_heads) << p.name;
+    EXPECT_EQ(p.shape.rope.theta, c.rope.theta) << p.name;
+    EXPECT_EQ(p.shape.tie_word_embeddings, c.tie_word_embeddings) << p.name;
+  }
+}
+
+TEST(Presets, CatalogueHasLlama70B) {
+  const ModelShape s = synthetic_shape("llama-3.1-70b");
+  EXPECT_EQ(s.num_layers, 80);
+  EXPECT_EQ(s.num_heads, 64);
+  EXPECT_EQ(s.num_kv_heads, 8);
+  EXPECT_EQ(s.hidden_size, 8192);
+  EXPECT_EQ(s.intermediate_size, 28672);
+  EXPECT_EQ(s.vocab_size, 128256);
+  EXPECT_EQ(parameter_count(s), 70553706496ull);  // the real model's 70.6 billion
+  // 80 layers x 8 KV heads x 128 x K and V x bf16: 2.5 MiB per 16-token block.
+  EXPECT_EQ(s.kv_bytes_per_block(16, 2), 80ull * 2 * 16 * 1024 * 2);
+  EXPECT_EQ(synthetic_shape_names().back(), "llama-3.1-70b");
 }
 
 TEST(Presets, KnownShapes) {
@@ -54,13 +92,7 @@ TEST(Presets, KnownShapes) {
   EXPECT_EQ(big.shape.num_kv_heads, 8);
   EXPECT_GT(big.max_shard_bytes, 0u);
   // 8.03 billion parameters, as the real model has.
-  uint64_t params = 0;
-  for (const HfTensorSpec& s : llama_tensor_specs(big.shape)) {
-    uint64_t n = 1;
-    for (int64_t d : s.shape) n *= uint64_t(d);
-    params += n;
-  }
-  EXPECT_EQ(params, 8030261248ull);
+  EXPECT_EQ(parameter_count(big.shape), 8030261248ull);
   try {
     find_model_preset("huge");
     FAIL() << "expected an error";

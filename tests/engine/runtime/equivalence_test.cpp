@@ -1,4 +1,4 @@
-// Design §3 on the CPU backend: lazy == materialized (≤ 1e-4, identical greedy tokens),
+// docs/design.md on the CPU backend: lazy == materialized (≤ 1e-4, identical greedy tokens),
 // materialized == an independent fp64 implementation, prefix == full, none == cached policies.
 #include <gtest/gtest.h>
 

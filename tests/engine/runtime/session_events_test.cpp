@@ -59,9 +59,9 @@ TEST(SessionEvents, LazyHitsAndMaterializedCopiesAreReported) {
   EXPECT_GT(rec.blocks[BlockAction::Released], 0);  // the copies and query blocks go back
   EXPECT_EQ(rec.finished, 3);
   EXPECT_EQ(session.cumulative(Policy::Lazy).documents, 4);
-  PoolSnapshot snap = session.snapshot();
+  PoolSnapshot snap = session.snapshot(Policy::Lazy);
   int owned = 0;
-  for (const BlockInfo& b : snap.blocks) owned += b.segment >= 0;
+  for (const BlockState& b : snap.blocks) owned += b.segment >= 0;
   EXPECT_EQ(owned, 1 + 2 + 1);  // prefix, document 0 (2 blocks), document 1: nothing else stays
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "attention_harness.h"
 #include "gpu_test_util.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cuda/attention.h"
@@ -16,7 +17,14 @@
 namespace lazyscope::cuda {
 namespace {
 
+using test::AttentionShape;
+using test::cpu_kv_write;
+using test::cpu_paged_attention;
+using test::DevicePrefillPlan;
 using test::download_bf16;
+using test::poisoned_output;
+using test::rotated_queries;
+using test::SplitWorkspace;
 using test::random_bf16_values;
 using test::relative_error;
 using test::upload;
@@ -93,41 +101,18 @@ std::vector<BlockRef> make_table(const Case& c, int variant, int new_tokens, int
   return table;
 }
 
+AttentionShape shape_of(const Case& c) { return AttentionShape{c.head_dim, kKvHeads * c.ratio, kKvHeads, c.block_size}; }
+
 std::vector<float> cpu_attention(const Case& c, const Pool& pool, const std::vector<BlockRef>& table,
-                                 const std::vector<float>& q, const std::vector<int32_t>& positions, int n,
+                                 const std::vector<float>& q, const std::vector<int32_t>& positions,
                                  const std::vector<float>& inv_freq) {
-  const int heads = kKvHeads * c.ratio;
-  std::vector<float> out(std::size_t(n) * heads * c.head_dim);
-  cpu::PagedAttentionParams p;
-  p.q = q.data();
-  p.q_positions = positions.data();
-  p.k_pool = pool.k.data();
-  p.v_pool = pool.v.data();
-  p.table = table.data();
-  p.table_len = int(table.size());
-  p.n = n;
-  p.num_heads = heads;
-  p.num_kv_heads = kKvHeads;
-  p.head_dim = c.head_dim;
-  p.block_size = c.block_size;
-  p.inv_freq = inv_freq.data();
-  p.lazy = c.lazy;
-  p.out = out.data();
-  cpu::paged_attention(p, 4);
-  return out;
+  return cpu_paged_attention(shape_of(c), pool.k, pool.v, table, q, positions, inv_freq, c.lazy);
 }
 
 // Plain kernels take the query already rotated at its position (RoPE at write time).
-std::vector<float> gpu_query(const Case& c, std::vector<float> q, const std::vector<int32_t>& positions,
-                             int heads, const std::vector<float>& inv_freq) {
-  if (c.lazy) return q;
-  for (std::size_t t = 0; t < positions.size(); ++t) {
-    for (int h = 0; h < heads; ++h) {
-      rope_rotate(q.data() + (t * heads + h) * c.head_dim, c.head_dim, inv_freq.data(), positions[t]);
-    }
-  }
-  for (float& v : q) v = bf16_to_float(float_to_bf16(v));
-  return q;
+std::vector<float> gpu_query(const Case& c, const std::vector<float>& q, const std::vector<int32_t>& positions,
+                             const std::vector<float>& inv_freq) {
+  return c.lazy ? q : rotated_queries(q, positions, kKvHeads * c.ratio, c.head_dim, inv_freq);
 }
 
 std::vector<Case> all_cases() {
@@ -202,10 +187,10 @@ void expect_decode_matches_cpu(const Case& c) {
   for (int s = 0; s < batch; ++s) {
     std::vector<float> q_one(q.begin() + std::size_t(s) * heads * c.head_dim,
                              q.begin() + std::size_t(s + 1) * heads * c.head_dim);
-    std::vector<float> out = cpu_attention(c, pool, tables[s], q_one, {positions[s]}, 1, inv_freq);
+    std::vector<float> out = cpu_attention(c, pool, tables[s], q_one, {positions[s]}, inv_freq);
     expected.insert(expected.end(), out.begin(), out.end());
   }
-  DeviceBuffer d_q = upload_as_bf16(gpu_query(c, q, positions, heads, inv_freq));
+  DeviceBuffer d_q = upload_as_bf16(gpu_query(c, q, positions, inv_freq));
   // The GPU pool holds NaN in every slot past a block's `valid`: stale slots must weigh exactly 0.
   const Pool stale = with_stale_slots(c, pool, tables);
   DeviceBuffer d_k = upload_as_bf16(stale.k), d_v = upload_as_bf16(stale.v);
@@ -213,10 +198,8 @@ void expect_decode_matches_cpu(const Case& c) {
   DeviceBuffer d_positions = upload(positions), d_inv = upload(inv_freq);
   const std::size_t out_count = std::size_t(batch) * heads * c.head_dim;
   for (int splits : {1, 2, 7}) {
-    DeviceBuffer d_out(out_count * 2);
-    LAZYSCOPE_CUDA_CHECK(cudaMemset(d_out.as<void>(), 0xff, out_count * 2));  // NaN poison
-    DeviceBuffer d_po(split_partial_o_floats(batch * heads, splits, c.head_dim) * 4);
-    DeviceBuffer d_pml(std::size_t(batch) * heads * splits * 2 * 4);
+    DeviceBuffer d_out = poisoned_output(out_count);
+    SplitWorkspace split_workspace(batch * heads, splits, c.head_dim);
     DecodeParams p;
     p.q = d_q.as<bf16_bits>();
     p.q_row_stride = int64_t(heads) * c.head_dim;
@@ -235,8 +218,8 @@ void expect_decode_matches_cpu(const Case& c) {
     p.lazy = c.lazy;
     p.out = d_out.as<bf16_bits>();
     p.num_splits = splits;
-    p.partial_o = d_po.as<float>();
-    p.partial_ml = d_pml.as<float>();
+    p.partial_o = split_workspace.partial_o.as<float>();
+    p.partial_ml = split_workspace.partial_ml.as<float>();
     decode_attention(p, nullptr);
     LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
     const double error = relative_error(download_bf16(d_out, out_count), expected);
@@ -276,51 +259,30 @@ TEST_P(AttentionTest, PrefillMatchesCpuReference) {
     std::vector<int32_t> positions(n);
     for (int i = 0; i < n; ++i) positions[i] = total - n + i + (c.shifts == Shifts::Large ? 80000 : 0);
     const std::vector<float> q = random_bf16_values(std::size_t(n) * heads * c.head_dim, rng);
-    const std::vector<float> expected = cpu_attention(c, pool, table, q, positions, n, inv_freq);
-    DeviceBuffer d_q = upload_as_bf16(gpu_query(c, q, positions, heads, inv_freq));
+    const std::vector<float> expected = cpu_attention(c, pool, table, q, positions, inv_freq);
+    DeviceBuffer d_q = upload_as_bf16(gpu_query(c, q, positions, inv_freq));
     DeviceBuffer d_k = upload_as_bf16(pool.k), d_v = upload_as_bf16(pool.v);
-    DeviceBuffer d_entries = upload(plan.entries), d_tiles = upload(plan.tiles);
-    DeviceBuffer d_shifts = upload(plan.distinct_shifts), d_tile_shift = upload(plan.tile_shift_index);
-    const int num_shifts = int(plan.distinct_shifts.size());
-    DeviceBuffer d_q_rotated(lazy_query_workspace_elements(n, heads, c.head_dim, num_shifts) * 2);
-    DeviceBuffer d_positions = upload(positions), d_inv = upload(inv_freq);
+    const DevicePrefillPlan device_plan(plan, positions, inv_freq);
+    DeviceBuffer d_q_rotated(lazy_query_workspace_elements(n, heads, c.head_dim, device_plan.num_shifts) * 2);
     const std::size_t out_count = std::size_t(n) * heads * c.head_dim;
     for (int variant = 0; variant < 4; ++variant) {
       const int rows_per_warp = variant < 2 ? 32 : 16;
       const std::vector<int32_t> ranges = lazy_split_ranges(plan, 0, variant % 2 == 0 ? 1 : 3);
       const int splits = c.lazy ? int(ranges.size() / 2) : (variant % 2 == 0 ? 1 : 3);
       DeviceBuffer d_ranges = upload(ranges);
-      DeviceBuffer d_out(out_count * 2);
-      LAZYSCOPE_CUDA_CHECK(cudaMemset(d_out.as<void>(), 0xff, out_count * 2));
-      DeviceBuffer d_po(split_partial_o_floats(n * heads, splits, c.head_dim) * 4);
-      DeviceBuffer d_pml(std::size_t(n) * heads * splits * 2 * 4);
-      PrefillParams p;
+      DeviceBuffer d_out = poisoned_output(out_count);
+      SplitWorkspace split_workspace(n * heads, splits, c.head_dim);
+      PrefillParams p = device_plan.params(shape_of(c), n, c.lazy);
       p.q = d_q.as<bf16_bits>();
-      p.q_row_stride = int64_t(heads) * c.head_dim;
-      p.q_positions = d_positions.as<int32_t>();
       p.k_pool = d_k.as<bf16_bits>();
       p.v_pool = d_v.as<bf16_bits>();
-      p.entries = d_entries.as<KvEntry>();
-      p.tiles = d_tiles.as<KvTile>();
-      p.num_tiles = int(plan.tiles.size());
-      p.n = n;
-      p.prior = total - n;
-      p.num_heads = heads;
-      p.num_kv_heads = kKvHeads;
-      p.head_dim = c.head_dim;
-      p.block_size = c.block_size;
-      p.inv_freq = d_inv.as<float>();
-      p.lazy = c.lazy;
-      p.shifts = d_shifts.as<int32_t>();
-      p.tile_shift_index = d_tile_shift.as<int32_t>();
-      p.num_shifts = num_shifts;
       p.q_rotated = d_q_rotated.as<bf16_bits>();
       p.split_ranges = d_ranges.as<int32_t>();
       p.out = d_out.as<bf16_bits>();
       p.rows_per_warp = rows_per_warp;
       p.num_splits = splits;
-      p.partial_o = d_po.as<float>();
-      p.partial_ml = d_pml.as<float>();
+      p.partial_o = split_workspace.partial_o.as<float>();
+      p.partial_ml = split_workspace.partial_ml.as<float>();
       prefill_attention(p, nullptr);
       LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
       const double error = relative_error(download_bf16(d_out, out_count), expected);
@@ -385,19 +347,7 @@ TEST_P(KvCacheTest, KvWriteRotatesKeysAndQueriesLikeCpu) {
   }
   const std::size_t pool_count = std::size_t(blocks) * kv_heads * block_size * D;
   std::vector<float> k_pool(pool_count, 0.0f), v_pool(pool_count, 0.0f);
-  cpu::KvWriteParams cw;
-  cw.k = k.data();
-  cw.v = v.data();
-  cw.positions = positions.data();
-  cw.slots = slots.data();
-  cw.n = n;
-  cw.num_kv_heads = kv_heads;
-  cw.head_dim = D;
-  cw.block_size = block_size;
-  cw.inv_freq = inv_freq.data();
-  cw.k_pool = k_pool.data();
-  cw.v_pool = v_pool.data();
-  cpu::kv_write(cw);
+  cpu_kv_write(AttentionShape{D, heads, kv_heads, block_size}, k, v, positions, slots, inv_freq, k_pool, v_pool);
   for (int i = 0; i < n; ++i) {
     for (int h = 0; h < heads; ++h) rope_rotate(q.data() + (std::size_t(i) * heads + h) * D, D, inv_freq.data(), positions[i]);
   }

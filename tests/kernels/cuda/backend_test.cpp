@@ -8,48 +8,25 @@
 #include <utility>
 #include <vector>
 
+#include "backend_harness.h"
+#include "base/error.h"
 #include "gpu_test_util.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/cuda_backend.h"
-#include "kernels/cuda/ops.h"
-#include "base/error.h"
-#include "kernels/random_weights.h"
 
 namespace lazyscope::cuda {
 namespace {
 
+using test::host_argmax;
+using test::next_step;
+using test::prefill;
+using test::random_tokens;
+using test::random_weights;
 using test::relative_error;
-
-ModelShape tiny_shape(int head_dim, int num_heads = 8, int num_kv_heads = 2) {
-  ModelShape s;
-  s.vocab_size = 320;
-  s.hidden_size = 256;
-  s.intermediate_size = 512;
-  s.num_layers = 2;
-  s.num_heads = num_heads;
-  s.num_kv_heads = num_kv_heads;
-  s.head_dim = head_dim;
-  s.rope.theta = 500000.0f;
-  s.rope.llama3 = true;
-  return s;
-}
-
-// SmolLM2-135M's attention and width (9 query / 3 KV heads: GQA 3, head_dim 64, hidden 576,
-// vocab 49152, tied embeddings), with 4 of its 30 layers to keep the CPU reference quick.
-ModelShape smollm2_like_shape() {
-  ModelShape s;
-  s.vocab_size = 49152;
-  s.hidden_size = 576;
-  s.intermediate_size = 1536;
-  s.num_layers = 4;
-  s.num_heads = 9;
-  s.num_kv_heads = 3;
-  s.head_dim = 64;
-  s.rms_norm_eps = 1e-5f;
-  s.rope.theta = 100000.0f;
-  s.tie_word_embeddings = true;
-  return s;
-}
+using test::Segment;
+using test::smollm2_like_shape;
+using test::tiny_shape;
+using test::tuned;
 
 struct ShapeCase {
   const char* name;
@@ -57,49 +34,6 @@ struct ShapeCase {
 };
 
 std::string shape_case_name(const testing::TestParamInfo<ShapeCase>& info) { return info.param.name; }
-
-// Host fp32 weights (bf16-representable, so both backends use the same numbers);
-// ~1.3 / sqrt(hidden) keeps activations at scale through the layers at any width.
-HostWeights random_weights(const ModelShape& s, uint64_t seed) {
-  return random_host_weights(s, seed, {1.3f / std::sqrt(float(s.hidden_size)), true});
-}
-
-// Prefills `tokens` at positions start.. into fresh blocks beginning at `first_block`.
-struct Segment {
-  std::vector<BlockRef> blocks;
-};
-
-Segment prefill(Backend& backend, const std::vector<int32_t>& tokens, int start, int first_block, int block_size,
-                const std::vector<BlockRef>& prefix, bool lazy, std::vector<float>* logits) {
-  const int n = int(tokens.size());
-  Segment seg;
-  std::vector<int32_t> positions(n), slots(n);
-  for (int i = 0; i < n; ++i) {
-    positions[i] = start + i;
-    slots[i] = first_block * block_size + i;
-  }
-  for (int b = 0; b * block_size < n; ++b) {
-    seg.blocks.push_back(BlockRef{first_block + b, 0, std::min(block_size, n - b * block_size)});
-  }
-  std::vector<BlockRef> table = prefix;
-  table.insert(table.end(), seg.blocks.begin(), seg.blocks.end());
-  ForwardStep step;
-  step.tokens = tokens;
-  step.positions = positions;
-  step.slots = slots;
-  step.table = table;
-  step.lazy_rotation = lazy;
-  step.want_logits = logits != nullptr;
-  backend.forward(step, logits);
-  return seg;
-}
-
-std::vector<int32_t> random_tokens(int n, int vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<int32_t> out(n);
-  for (int32_t& t : out) t = int32_t(rng() % uint32_t(vocab));
-  return out;
-}
 
 class BackendTest : public testing::TestWithParam<ShapeCase> {};
 
@@ -220,27 +154,6 @@ TEST_P(BackendTest, LazyMatchesMaterializedEndToEnd) {
   }
 }
 
-// One decode step of the sequence in `table` (blocks hold it contiguously from block 0).
-ForwardStep next_step(std::vector<BlockRef>& table, int length, int block_size, int32_t token, bool lazy,
-                      std::vector<int32_t>& tokens, std::vector<int32_t>& positions, std::vector<int32_t>& slots) {
-  if (length % block_size == 0) table.push_back(BlockRef{length / block_size, 0, 0});
-  table.back().valid += 1;
-  tokens.assign(1, token);
-  positions.assign(1, length);
-  slots.assign(1, length);
-  ForwardStep step;
-  step.tokens = tokens;
-  step.positions = positions;
-  step.slots = slots;
-  step.table = table;
-  step.lazy_rotation = lazy;
-  return step;
-}
-
-int32_t host_argmax(const std::vector<float>& logits) {
-  return int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
-}
-
 // CUDA graphs change how the step is launched, never what it computes: over 100 decode steps
 // (block size 2, so the table crosses a block every other step and the split count changes every
 // 8 steps), switching lazy/plain and greedy/logits, with a longer prefill in the middle (the step
@@ -250,9 +163,7 @@ TEST(CudaGraphTest, GraphStepsMatchStreamStepsExactly) {
   LAZYSCOPE_REQUIRE_GPU();
   const ModelShape shape = tiny_shape(64);
   HostWeights w = random_weights(shape, 13);
-  CudaBackend graph, stream;
-  graph.set_graphs_enabled(true);
-  stream.set_graphs_enabled(false);
+  CudaBackend graph, stream(tuned([](CudaTuning& t) { t.graphs = false; }));
   constexpr int kBlock = 2;
   for (CudaBackend* b : {&graph, &stream}) {
     b->load(shape, w.view);
@@ -319,9 +230,7 @@ TEST(CudaGraphTest, FusedDecodeMatchesSeparateOps) {
   LAZYSCOPE_REQUIRE_GPU();
   const ModelShape shape = smollm2_like_shape();
   HostWeights w = random_weights(shape, 19);
-  CudaBackend fused, separate;
-  fused.set_fused_decode(true);
-  separate.set_fused_decode(false);
+  CudaBackend fused, separate(tuned([](CudaTuning& t) { t.fused_decode = false; }));
   constexpr int kBlock = 16;
   for (CudaBackend* b : {&fused, &separate}) {
     b->load(shape, w.view);
@@ -359,10 +268,10 @@ TEST_P(BackendTest, FusedKvWriteMatchesSeparateKvWrite) {
   LAZYSCOPE_REQUIRE_GPU();
   const ModelShape shape = GetParam().shape;
   HostWeights w = random_weights(shape, 29);
-  CudaBackend fused, separate;
-  fused.set_fused_kv_write(true);
-  separate.set_fused_kv_write(false);
-  separate.set_graphs_enabled(false);
+  CudaBackend fused, separate(tuned([](CudaTuning& t) {
+    t.fused_kv_write = false;
+    t.graphs = false;
+  }));
   constexpr int kBlock = 16;
   for (CudaBackend* b : {&fused, &separate}) {
     b->load(shape, w.view);
@@ -401,8 +310,11 @@ TEST(CudaGraphTest, ProgrammaticLaunchGivesIdenticalLogits) {
   LAZYSCOPE_REQUIRE_GPU();
   const ModelShape shape = tiny_shape(128);
   HostWeights w = random_weights(shape, 23);
-  CudaBackend pdl, plain;
-  plain.set_graphs_enabled(false);
+  CudaBackend pdl, plain(tuned([](CudaTuning& t) {
+    t.graphs = false;
+    t.programmatic_gemv = false;
+  }));
+  ASSERT_TRUE(pdl.tuning().programmatic_gemv) << "the default launches the GEMVs programmatically";
   constexpr int kBlock = 16;
   for (CudaBackend* b : {&pdl, &plain}) {
     b->load(shape, w.view);
@@ -415,22 +327,30 @@ TEST(CudaGraphTest, ProgrammaticLaunchGivesIdenticalLogits) {
   std::vector<BlockRef> table = seg.blocks;
   std::vector<int32_t> tokens, positions, slots;
   int32_t token = host_argmax(plain_logits);
-  struct Restore {
-    bool before = gemv_programmatic_launch();
-    ~Restore() { gemv_set_programmatic_launch(before); }
-  } restore;
-  pdl.set_programmatic_gemv(true);
   for (int i = 0; i < 20; ++i) {
     ForwardStep step = next_step(table, 25 + i, kBlock, token, i % 4 == 3, tokens, positions, slots);
     step.want_logits = true;
     pdl.forward(step, &pdl_logits);
-    gemv_set_programmatic_launch(false);  // the reference runs without it
     plain.forward(step, &plain_logits);
-    gemv_set_programmatic_launch(true);
     ASSERT_EQ(pdl_logits, plain_logits) << "step " << i;
     token = host_argmax(plain_logits);
   }
   EXPECT_GT(pdl.graph_replays(), 0);
+}
+
+// Tuning values outside their range are refused with the field named; the backend keeps its choices.
+TEST(CudaBackendTuningTest, RejectsOutOfRangeChoices) {
+  LAZYSCOPE_REQUIRE_GPU();
+  CudaBackend gpu;
+  try {
+    gpu.set_tuning(tuned([](CudaTuning& t) { t.decode_splits_cap = -1; }));
+    FAIL() << "a negative split cap was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("decode_splits_cap"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(gpu.set_tuning(tuned([](CudaTuning& t) { t.gemv_prefetch_steps = 65; })), Error);
+  EXPECT_EQ(gpu.tuning().decode_splits_cap, CudaTuning{}.decode_splits_cap);
+  EXPECT_EQ(gpu.tuning().gemv_prefetch_steps, 0);
 }
 
 // Fewer KV splits in one-token attention (the experimental cap) change only the merge order.
@@ -438,8 +358,7 @@ TEST(CudaGraphTest, DecodeSplitsCapKeepsLogits) {
   LAZYSCOPE_REQUIRE_GPU();
   const ModelShape shape = tiny_shape(64);
   HostWeights w = random_weights(shape, 37);
-  CudaBackend capped, plain;
-  capped.set_decode_splits_cap(1);
+  CudaBackend capped(tuned([](CudaTuning& t) { t.decode_splits_cap = 1; })), plain;
   constexpr int kBlock = 4;
   for (CudaBackend* b : {&capped, &plain}) {
     b->load(shape, w.view);

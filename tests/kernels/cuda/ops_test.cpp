@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gpu_test_util.h"
+#include "kernels/cuda/gemv.h"
 #include "kernels/cuda/ops.h"
 
 namespace lazyscope::cuda {
@@ -18,16 +19,18 @@ using test::relative_error;
 using test::upload;
 using test::upload_as_bf16;
 
-// A split-K workspace sized for (rows, cols), counters zeroed as the backend does.
+// A split-K workspace sized for (rows, cols), counters zeroed as the backend does; `context`
+// launches with it (default launch choices), `one_pass` without it.
 struct TestGemvWorkspace {
   DeviceBuffer partial, counters;
-  GemvWorkspace view;
-  TestGemvWorkspace(int rows, int cols) {
-    const GemvWorkspaceSize need = gemv_workspace_size(rows, cols);
+  GemvContext context, one_pass;
+  TestGemvWorkspace(int rows, int cols) { size_for(rows, gemv_workspace_size(rows, cols)); }
+  void size_for(int rows, const GemvWorkspaceSize& need) {
     partial.resize(std::max<std::size_t>(need.partial_floats, 1) * sizeof(float));
     counters.resize(std::size_t(std::max(need.num_counters, 1)) * sizeof(unsigned));
     LAZYSCOPE_CUDA_CHECK(cudaMemset(counters.as<void>(), 0, counters.bytes()));
-    view = GemvWorkspace{partial.as<float>(), need.partial_floats, counters.as<unsigned>(), need.num_counters};
+    context.workspace =
+        GemvWorkspace{partial.as<float>(), need.partial_floats, counters.as<unsigned>(), need.num_counters};
   }
 };
 
@@ -59,7 +62,7 @@ TEST(GemvTest, MatchesCpuForWideAndNarrowRowsWithAccumulation) {
     for (bool split : {false, true}) {
       DeviceBuffer d_out = upload(base);
       gemv_bf16(d_x.as<bf16_bits>(), d_w.as<bf16_bits>(), rows, cols, d_out.as<float>(), true, true, nullptr,
-                split ? &workspace.view : nullptr);
+                split ? workspace.context : workspace.one_pass);
       LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
       EXPECT_LT(relative_error(download_f32(d_out, rows), expected), 1e-5)
           << "cols " << cols << (split ? ", split-K (" + std::to_string(gemv_num_splits(rows, cols)) + ")" : "");
@@ -89,36 +92,33 @@ TEST(GemvTest, SplitKIsRepeatableAndWritesBf16) {
   std::vector<float> first;
   for (int call = 0; call < 3; ++call) {
     gemv_bf16(d_x.as<bf16_bits>(), d_w.as<bf16_bits>(), rows, cols, d_out.as<float>(), true, false, nullptr,
-              &workspace.view);
+              workspace.context);
     LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
     const std::vector<float> out = download_f32(d_out, rows);
     EXPECT_LT(relative_error(out, expected), 1e-5) << "call " << call;
     if (call == 0) first = out;
     EXPECT_EQ(out, first) << "call " << call << " differs from the first";
   }
-  // The L2 prefetch (experimental) moves no arithmetic: the same bits.
-  gemv_set_prefetch_steps(4);
-  gemv_bf16(d_x.as<bf16_bits>(), d_w.as<bf16_bits>(), rows, cols, d_out.as<float>(), true, false, nullptr,
-            &workspace.view);
-  gemv_set_prefetch_steps(0);
-  LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
-  EXPECT_EQ(download_f32(d_out, rows), first) << "with the L2 prefetch";
-  std::vector<unsigned> counters(workspace.view.num_counters);
+  // The L2 prefetch (experimental) and plain launches move no arithmetic: the same bits.
+  for (const auto& [prefetch, programmatic] : {std::pair{4, true}, std::pair{0, false}, std::pair{4, false}}) {
+    GemvContext variant = workspace.context;
+    variant.prefetch_steps = prefetch;
+    variant.programmatic = programmatic;
+    gemv_bf16(d_x.as<bf16_bits>(), d_w.as<bf16_bits>(), rows, cols, d_out.as<float>(), true, false, nullptr, variant);
+    LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_EQ(download_f32(d_out, rows), first) << "prefetch " << prefetch << ", programmatic " << programmatic;
+  }
+  std::vector<unsigned> counters(workspace.context.workspace.num_counters);
   LAZYSCOPE_CUDA_CHECK(cudaMemcpy(counters.data(), workspace.counters.as<void>(), counters.size() * sizeof(unsigned),
                                   cudaMemcpyDeviceToHost));
   for (unsigned c : counters) EXPECT_EQ(c, 0u);
   // Any explicit split count (uneven ranges too) gives the same sums within rounding.
   for (int splits : {1, 3, 5, 16}) {
     TestGemvWorkspace any(rows, 1);
-    const GemvWorkspaceSize need = gemv_workspace_size_for_splits(rows, splits);
-    any.partial.resize(std::max<std::size_t>(need.partial_floats, 1) * sizeof(float));
-    any.counters.resize(std::size_t(std::max(need.num_counters, 1)) * sizeof(unsigned));
-    LAZYSCOPE_CUDA_CHECK(cudaMemset(any.counters.as<void>(), 0, any.counters.bytes()));
-    any.view = GemvWorkspace{any.partial.as<float>(), need.partial_floats, any.counters.as<unsigned>(),
-                             need.num_counters};
+    any.size_for(rows, gemv_workspace_size_for_splits(rows, splits));
     for (int rows_per_warp : {2, 4}) {
       gemv_bf16_splits(d_x.as<bf16_bits>(), d_w.as<bf16_bits>(), rows, cols, d_out.as<float>(), true, false, nullptr,
-                       &any.view, splits, rows_per_warp);
+                       any.context, splits, rows_per_warp);
       LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
       EXPECT_LT(relative_error(download_f32(d_out, rows), expected), 1e-5)
           << splits << " splits, " << rows_per_warp << " rows a warp";
@@ -127,7 +127,7 @@ TEST(GemvTest, SplitKIsRepeatableAndWritesBf16) {
   // bf16 output: plain, then accumulated onto a bf16 base.
   DeviceBuffer d_bf16 = upload_as_bf16(base);
   gemv_bf16(d_x.as<bf16_bits>(), d_w.as<bf16_bits>(), rows, cols, d_bf16.as<bf16_bits>(), false, true, nullptr,
-            &workspace.view);
+            workspace.context);
   LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<float> expected_acc(rows);
   for (int r = 0; r < rows; ++r) expected_acc[r] = expected[r] + base[r];
@@ -171,7 +171,7 @@ TEST(GemvTest, RmsNormInputMatchesCpu) {
     DeviceBuffer scratch(std::size_t(c.cols) * 2);
     TestGemvWorkspace workspace(c.rows, c.cols);
     gemv_rmsnorm_bf16(d_x.as<float>(), d_g.as<float>(), eps, d_w.as<bf16_bits>(), c.rows, c.cols, d_out.as<float>(),
-                      true, false, nullptr, c.workspace ? &workspace.view : nullptr, scratch.as<bf16_bits>());
+                      true, false, nullptr, c.workspace ? workspace.context : workspace.one_pass, scratch.as<bf16_bits>());
     LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
     EXPECT_LT(relative_error(download_f32(d_out, c.rows), expected), 5e-3) << c.rows << "x" << c.cols;
   }
@@ -197,7 +197,7 @@ TEST(GemvTest, SwiGluInputMatchesCpu) {
     DeviceBuffer scratch(std::size_t(c.cols) * 2);
     TestGemvWorkspace workspace(c.rows, c.cols);
     gemv_swiglu_bf16(d_gu.as<bf16_bits>(), d_w.as<bf16_bits>(), c.rows, c.cols, d_out.as<float>(), true, true, nullptr,
-                     c.workspace ? &workspace.view : nullptr, scratch.as<bf16_bits>());
+                     c.workspace ? workspace.context : workspace.one_pass, scratch.as<bf16_bits>());
     LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
     EXPECT_LT(relative_error(download_f32(d_out, c.rows), expected), 5e-3) << c.rows << "x" << c.cols;
   }
@@ -233,6 +233,30 @@ TEST(ArgmaxTest, FirstLargestAcrossBlocksAndRepeatedCalls) {
   std::vector<float> negative(3000, -2.0f);
   negative[2999] = -1.0f;
   EXPECT_EQ(device_argmax(negative, scratch), 2999);
+}
+
+// Each row of a batch gets its own argmax (ties and NaN as for one row), from one launch; the
+// per-row scratch is left zeroed for the next call.
+TEST(ArgmaxTest, RowsOfABatchEachGetTheirOwnArgmax) {
+  LAZYSCOPE_REQUIRE_GPU();
+  const int rows = 5, n = 50000;
+  std::mt19937 rng(4);
+  std::vector<float> logits = random_bf16_values(std::size_t(rows) * n, rng);
+  const int expected[rows] = {0, 49999, 123, 40000, 17};
+  for (int r = 0; r < rows; ++r) logits[std::size_t(r) * n + expected[r]] = 8.0f + r;
+  logits[std::size_t(3) * n + 45000] = 3.0f + 8.0f;  // row 3: a tie later in the row
+  logits[std::size_t(4) * n + 3] = NAN;
+  DeviceBuffer d_x = upload(logits), d_out(rows * sizeof(int32_t)), scratch(2 * rows * sizeof(unsigned long long));
+  LAZYSCOPE_CUDA_CHECK(cudaMemset(scratch.as<void>(), 0, scratch.bytes()));
+  for (int call = 0; call < 2; ++call) {
+    argmax_rows(d_x.as<float>(), rows, n, d_out.as<int32_t>(), scratch.as<unsigned long long>(), nullptr);
+    std::vector<int32_t> got(rows, -1);
+    LAZYSCOPE_CUDA_CHECK(cudaMemcpy(got.data(), d_out.as<void>(), rows * sizeof(int32_t), cudaMemcpyDeviceToHost));
+    for (int r = 0; r < rows; ++r) EXPECT_EQ(got[r], expected[r]) << "row " << r << ", call " << call;
+  }
+  std::vector<unsigned long long> left(2 * rows, 1);
+  LAZYSCOPE_CUDA_CHECK(cudaMemcpy(left.data(), scratch.as<void>(), scratch.bytes(), cudaMemcpyDeviceToHost));
+  for (unsigned long long word : left) EXPECT_EQ(word, 0ull);
 }
 
 }  // namespace

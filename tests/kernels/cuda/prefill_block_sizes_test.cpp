@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "attention_harness.h"
 #include "gpu_test_util.h"
-#include "kernels/cpu/attention.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/attention_plan.h"
 #include "kernels/rope.h"
@@ -17,7 +17,14 @@
 namespace lazyscope::cuda {
 namespace {
 
+using test::add_document;
+using test::AttentionShape;
+using test::cpu_paged_attention;
+using test::DevicePrefillPlan;
 using test::download_bf16;
+using test::poisoned_output;
+using test::rotated_queries;
+using test::SplitWorkspace;
 using test::random_bf16_values;
 using test::relative_error;
 using test::upload;
@@ -65,17 +72,16 @@ TEST(PrefillManyTilesTest, LazyWithAShiftPerBlock) {
 }
 
 void check_prefill(const BlockCase& c, const std::vector<std::pair<int, int>>& docs, int n, unsigned seed) {
-  const int D = c.head_dim, bs = c.block_size, kv_heads = 2, ratio = 4, heads = kv_heads * ratio;
+  const int kv_heads = 2, ratio = 4;
+  const AttentionShape shape{c.head_dim, kv_heads * ratio, kv_heads, c.block_size};
+  const int D = shape.head_dim, bs = shape.block_size, heads = shape.num_heads;
   std::mt19937 rng(seed);
   const std::vector<float> inv_freq = rope_inv_freq(RopeParams{10000.0f, false}, D);
   // Blocks are handed out in a scattered order.
   std::vector<BlockRef> table;
   int next = 0;
-  auto add_doc = [&](int tokens, int shift) {
-    for (int t = 0; t < tokens; t += bs) table.push_back(BlockRef{next++, shift, std::min(bs, tokens - t)});
-  };
-  for (const auto& [tokens, shift] : docs) add_doc(tokens, shift);
-  add_doc(n, 0);
+  for (const auto& [tokens, shift] : docs) add_document(table, next, tokens, shift, bs);
+  add_document(table, next, n, 0, bs);
   const int pool_blocks = next;
   std::vector<int> order(pool_blocks);
   for (int i = 0; i < pool_blocks; ++i) order[i] = (i * 7 + 3) % pool_blocks;  // a permutation when 7 ∤ count
@@ -92,73 +98,29 @@ void check_prefill(const BlockCase& c, const std::vector<std::pair<int, int>>& d
   std::vector<int32_t> positions(n);
   for (int i = 0; i < n; ++i) positions[i] = total - n + i + 9;
   const std::vector<float> q = random_bf16_values(std::size_t(n) * heads * D, rng);
+  const std::vector<float> expected = cpu_paged_attention(shape, k_pool, v_pool, table, q, positions, inv_freq, c.lazy);
 
-  std::vector<float> expected(std::size_t(n) * heads * D);
-  cpu::PagedAttentionParams cp;
-  cp.q = q.data();
-  cp.q_positions = positions.data();
-  cp.k_pool = k_pool.data();
-  cp.v_pool = v_pool.data();
-  cp.table = table.data();
-  cp.table_len = int(table.size());
-  cp.n = n;
-  cp.num_heads = heads;
-  cp.num_kv_heads = kv_heads;
-  cp.head_dim = D;
-  cp.block_size = bs;
-  cp.inv_freq = inv_freq.data();
-  cp.lazy = c.lazy;
-  cp.out = expected.data();
-  cpu::paged_attention(cp, 4);
-
-  // Plain kernels take the query rotated at its position (RoPE at write time).
-  std::vector<float> q_gpu = q;
-  if (!c.lazy) {
-    for (int t = 0; t < n; ++t) {
-      for (int h = 0; h < heads; ++h) rope_rotate(q_gpu.data() + (std::size_t(t) * heads + h) * D, D, inv_freq.data(), positions[t]);
-    }
-  }
-  DeviceBuffer d_q = upload_as_bf16(q_gpu), d_k = upload_as_bf16(k_pool), d_v = upload_as_bf16(v_pool);
-  DeviceBuffer d_entries = upload(plan.entries), d_tiles = upload(plan.tiles);
-  DeviceBuffer d_shifts = upload(plan.distinct_shifts), d_tile_shift = upload(plan.tile_shift_index);
-  DeviceBuffer d_positions = upload(positions), d_inv = upload(inv_freq);
-  const int num_shifts = int(plan.distinct_shifts.size());
-  DeviceBuffer d_q_rotated(lazy_query_workspace_elements(n, heads, D, num_shifts) * 2);
+  DeviceBuffer d_q = upload_as_bf16(c.lazy ? q : rotated_queries(q, positions, heads, D, inv_freq));
+  DeviceBuffer d_k = upload_as_bf16(k_pool), d_v = upload_as_bf16(v_pool);
+  const DevicePrefillPlan device_plan(plan, positions, inv_freq);
+  DeviceBuffer d_q_rotated(lazy_query_workspace_elements(n, heads, D, device_plan.num_shifts) * 2);
   const std::size_t out_count = std::size_t(n) * heads * D;
   for (int splits_wanted : {1, 3}) {
     const std::vector<int32_t> ranges = lazy_split_ranges(plan, 0, splits_wanted);
     const int splits = c.lazy ? int(ranges.size() / 2) : splits_wanted;
     DeviceBuffer d_ranges = upload(ranges);
-    DeviceBuffer d_out(out_count * 2);
-    LAZYSCOPE_CUDA_CHECK(cudaMemset(d_out.as<void>(), 0xff, out_count * 2));  // NaN poison
-    DeviceBuffer d_po(split_partial_o_floats(n * heads, splits, D) * 4);
-    DeviceBuffer d_pml(split_partial_ml_floats(n * heads, splits) * 4);
-    PrefillParams p;
+    DeviceBuffer d_out = poisoned_output(out_count);
+    SplitWorkspace split_workspace(n * heads, splits, D);
+    PrefillParams p = device_plan.params(shape, n, c.lazy);
     p.q = d_q.as<bf16_bits>();
-    p.q_row_stride = int64_t(heads) * D;
-    p.q_positions = d_positions.as<int32_t>();
     p.k_pool = d_k.as<bf16_bits>();
     p.v_pool = d_v.as<bf16_bits>();
-    p.entries = d_entries.as<KvEntry>();
-    p.tiles = d_tiles.as<KvTile>();
-    p.num_tiles = int(plan.tiles.size());
-    p.n = n;
-    p.prior = total - n;
-    p.num_heads = heads;
-    p.num_kv_heads = kv_heads;
-    p.head_dim = D;
-    p.block_size = bs;
-    p.inv_freq = d_inv.as<float>();
-    p.lazy = c.lazy;
-    p.shifts = d_shifts.as<int32_t>();
-    p.tile_shift_index = d_tile_shift.as<int32_t>();
-    p.num_shifts = num_shifts;
     p.q_rotated = d_q_rotated.as<bf16_bits>();
     p.split_ranges = d_ranges.as<int32_t>();
     p.out = d_out.as<bf16_bits>();
     p.num_splits = splits;
-    p.partial_o = d_po.as<float>();
-    p.partial_ml = d_pml.as<float>();
+    p.partial_o = split_workspace.partial_o.as<float>();
+    p.partial_ml = split_workspace.partial_ml.as<float>();
     prefill_attention(p, nullptr);
     LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
     EXPECT_LT(relative_error(download_bf16(d_out, out_count), expected), kTolerance) << "splits " << splits;

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "attention_harness.h"
 #include "gpu_test_util.h"
-#include "kernels/cpu/attention.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/attention_plan.h"
 #include "base/error.h"
@@ -17,18 +17,21 @@
 namespace lazyscope::cuda {
 namespace {
 
+using test::add_document;
+using test::AttentionShape;
+using test::cpu_kv_write;
+using test::cpu_paged_attention;
+using test::DevicePrefillPlan;
 using test::download_bf16;
+using test::poisoned_output;
+using test::round_to_bf16;
+using test::SplitWorkspace;
 using test::random_bf16_values;
 using test::relative_error;
 using test::upload;
 using test::upload_as_bf16;
 
 constexpr double kTolerance = 2e-2;  // same as the attention tests (bf16 in, bf16 out)
-
-std::vector<float> round_to_bf16(std::vector<float> values) {
-  for (float& v : values) v = bf16_to_float(float_to_bf16(v));
-  return values;
-}
 
 class FusedKvWriteTest : public testing::TestWithParam<int> {};
 
@@ -55,19 +58,7 @@ TEST_P(FusedKvWriteTest, WritesOneRotatedQueryPerShiftAndLeavesQRaw) {
   }
   const std::size_t pool_count = std::size_t(blocks) * kv_heads * block_size * D;
   std::vector<float> k_pool(pool_count, 0.0f), v_pool(pool_count, 0.0f);
-  cpu::KvWriteParams cw;
-  cw.k = k.data();
-  cw.v = v.data();
-  cw.positions = positions.data();
-  cw.slots = slots.data();
-  cw.n = n;
-  cw.num_kv_heads = kv_heads;
-  cw.head_dim = D;
-  cw.block_size = block_size;
-  cw.inv_freq = inv_freq.data();
-  cw.k_pool = k_pool.data();
-  cw.v_pool = v_pool.data();
-  cpu::kv_write(cw);
+  cpu_kv_write(AttentionShape{D, heads, kv_heads, block_size}, k, v, positions, slots, inv_freq, k_pool, v_pool);
   // Expected copies: [shift][token][head * D].
   std::vector<float> expected_q(std::size_t(num_shifts) * n * heads * D);
   for (int s = 0; s < num_shifts; ++s) {
@@ -159,6 +150,7 @@ TEST_P(FusedPrefillTest, FusedRotationMatchesPrePassAndCpu) {
   LAZYSCOPE_REQUIRE_GPU();
   const FusedCase c = GetParam();
   const int D = c.head_dim, bs = c.block_size, kv_heads = 2, heads = kv_heads * c.ratio, pool_blocks = 64;
+  const AttentionShape shape{D, heads, kv_heads, bs};
   std::mt19937 rng(77 + D + c.ratio + bs);
   const std::vector<float> inv_freq = rope_inv_freq(RopeParams{10000.0f, false}, D);
   const std::size_t pool_count = std::size_t(pool_blocks) * kv_heads * bs * D;
@@ -166,16 +158,10 @@ TEST_P(FusedPrefillTest, FusedRotationMatchesPrePassAndCpu) {
   for (int n : {5, 3 * bs + 7, 130}) {
     std::vector<BlockRef> table;
     int next = 0;
-    auto add_doc = [&](int blocks, int last_valid, int shift) {
-      std::vector<BlockRef> doc;
-      for (int b = 0; b < blocks; ++b) doc.push_back(BlockRef{next++, shift, b + 1 == blocks ? last_valid : bs});
-      table.insert(table.end(), doc.begin(), doc.end());
-      return doc;
-    };
-    const std::vector<BlockRef> doc_a = add_doc(3, bs - 5, 65536 + 4507);
-    add_doc(2, bs, -37);
+    const std::vector<BlockRef> doc_a = add_document(table, next, 3 * bs - 5, 65536 + 4507, bs);
+    add_document(table, next, 2 * bs, -37, bs);
     for (BlockRef ref : doc_a) table.push_back(BlockRef{ref.block, 131072 + 11, ref.valid});
-    add_doc(1, 3, 900);
+    add_document(table, next, 3, 900, bs);
     // The new tokens' blocks (shift 0), filled by kv_write below.
     const int first_new = next;
     std::vector<int32_t> slots(n);
@@ -193,37 +179,9 @@ TEST_P(FusedPrefillTest, FusedRotationMatchesPrePassAndCpu) {
 
     // CPU: write the new tokens (keys rounded to bf16 as the GPU pool stores them), then attend.
     std::vector<float> cpu_k = k_pool, cpu_v = v_pool;
-    cpu::KvWriteParams cw;
-    cw.k = k_new.data();
-    cw.v = v_new.data();
-    cw.positions = positions.data();
-    cw.slots = slots.data();
-    cw.n = n;
-    cw.num_kv_heads = kv_heads;
-    cw.head_dim = D;
-    cw.block_size = bs;
-    cw.inv_freq = inv_freq.data();
-    cw.k_pool = cpu_k.data();
-    cw.v_pool = cpu_v.data();
-    cpu::kv_write(cw);
+    cpu_kv_write(shape, k_new, v_new, positions, slots, inv_freq, cpu_k, cpu_v);
     cpu_k = round_to_bf16(cpu_k);
-    std::vector<float> expected(std::size_t(n) * heads * D);
-    cpu::PagedAttentionParams ap;
-    ap.q = q.data();
-    ap.q_positions = positions.data();
-    ap.k_pool = cpu_k.data();
-    ap.v_pool = cpu_v.data();
-    ap.table = table.data();
-    ap.table_len = int(table.size());
-    ap.n = n;
-    ap.num_heads = heads;
-    ap.num_kv_heads = kv_heads;
-    ap.head_dim = D;
-    ap.block_size = bs;
-    ap.inv_freq = inv_freq.data();
-    ap.lazy = true;
-    ap.out = expected.data();
-    cpu::paged_attention(ap, 4);
+    const std::vector<float> expected = cpu_paged_attention(shape, cpu_k, cpu_v, table, q, positions, inv_freq, true);
 
     // GPU: q rows of [q | k | v] like the backend's qkv buffer.
     const int row = (heads + 2 * kv_heads) * D;
@@ -236,31 +194,29 @@ TEST_P(FusedPrefillTest, FusedRotationMatchesPrePassAndCpu) {
                   qkv.begin() + std::size_t(i) * row + (heads + kv_heads) * D);
     }
     DeviceBuffer d_qkv = upload_as_bf16(qkv), d_k = upload_as_bf16(k_pool), d_v = upload_as_bf16(v_pool);
-    DeviceBuffer d_entries = upload(plan.entries), d_tiles = upload(plan.tiles);
-    DeviceBuffer d_shifts = upload(plan.distinct_shifts), d_tile_shift = upload(plan.tile_shift_index);
-    DeviceBuffer d_positions = upload(positions), d_slots = upload(slots), d_inv = upload(inv_freq);
-    const int num_shifts = int(plan.distinct_shifts.size());
+    const DevicePrefillPlan device_plan(plan, positions, inv_freq);
+    DeviceBuffer d_slots = upload(slots);
+    const int num_shifts = device_plan.num_shifts;
     ASSERT_EQ(num_shifts, 5);
     const std::size_t rotated_count = lazy_query_workspace_elements(n, heads, D, num_shifts);
-    DeviceBuffer d_fused(rotated_count * 2), d_prepass(rotated_count * 2);
-    LAZYSCOPE_CUDA_CHECK(cudaMemset(d_fused.as<void>(), 0xff, rotated_count * 2));  // NaN poison
+    DeviceBuffer d_fused = poisoned_output(rotated_count), d_prepass(rotated_count * 2);
     KvWriteParams kw;
     kw.k = d_qkv.as<bf16_bits>() + heads * D;
     kw.v = d_qkv.as<bf16_bits>() + (heads + kv_heads) * D;
     kw.row_stride = row;
     kw.q = d_qkv.as<bf16_bits>();
     kw.q_row_stride = row;
-    kw.shifts = d_shifts.as<int32_t>();
+    kw.shifts = device_plan.shifts.as<int32_t>();
     kw.num_shifts = num_shifts;
     kw.q_rotated = d_fused.as<bf16_bits>();
     kw.num_heads = heads;
-    kw.positions = d_positions.as<int32_t>();
+    kw.positions = device_plan.positions.as<int32_t>();
     kw.slots = d_slots.as<int32_t>();
     kw.n = n;
     kw.num_kv_heads = kv_heads;
     kw.head_dim = D;
     kw.block_size = bs;
-    kw.inv_freq = d_inv.as<float>();
+    kw.inv_freq = device_plan.inv_freq.as<float>();
     kw.k_pool = d_k.as<bf16_bits>();
     kw.v_pool = d_v.as<bf16_bits>();
     kv_write(kw, nullptr);
@@ -270,39 +226,22 @@ TEST_P(FusedPrefillTest, FusedRotationMatchesPrePassAndCpu) {
       const std::vector<int32_t> ranges = lazy_split_ranges(plan, 0, splits_wanted);
       const int splits = int(ranges.size() / 2);
       DeviceBuffer d_ranges = upload(ranges);
-      DeviceBuffer d_po(split_partial_o_floats(n * heads, splits, D) * 4);
-      DeviceBuffer d_pml(split_partial_ml_floats(n * heads, splits) * 4);
+      SplitWorkspace split_workspace(n * heads, splits, D);
       std::vector<float> outputs[2];
       for (int fused = 0; fused < 2; ++fused) {
-        DeviceBuffer d_out(out_count * 2);
-        LAZYSCOPE_CUDA_CHECK(cudaMemset(d_out.as<void>(), 0xff, out_count * 2));
-        PrefillParams p;
+        DeviceBuffer d_out = poisoned_output(out_count);
+        PrefillParams p = device_plan.params(shape, n, true);
         p.q = d_qkv.as<bf16_bits>();  // raw: the pre-pass path rotates it, the fused path ignores it
         p.q_row_stride = row;
-        p.q_positions = d_positions.as<int32_t>();
         p.k_pool = d_k.as<bf16_bits>();
         p.v_pool = d_v.as<bf16_bits>();
-        p.entries = d_entries.as<KvEntry>();
-        p.tiles = d_tiles.as<KvTile>();
-        p.num_tiles = int(plan.tiles.size());
-        p.n = n;
-        p.prior = total - n;
-        p.num_heads = heads;
-        p.num_kv_heads = kv_heads;
-        p.head_dim = D;
-        p.block_size = bs;
-        p.inv_freq = d_inv.as<float>();
-        p.lazy = true;
-        p.shifts = d_shifts.as<int32_t>();
-        p.tile_shift_index = d_tile_shift.as<int32_t>();
-        p.num_shifts = num_shifts;
         p.q_rotated = fused ? d_fused.as<bf16_bits>() : d_prepass.as<bf16_bits>();
         p.q_rotated_ready = fused == 1;
         p.split_ranges = d_ranges.as<int32_t>();
         p.out = d_out.as<bf16_bits>();
         p.num_splits = splits;
-        p.partial_o = d_po.as<float>();
-        p.partial_ml = d_pml.as<float>();
+        p.partial_o = split_workspace.partial_o.as<float>();
+        p.partial_ml = split_workspace.partial_ml.as<float>();
         prefill_attention(p, nullptr);
         LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
         outputs[fused] = download_bf16(d_out, out_count);

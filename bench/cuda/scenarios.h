@@ -1,0 +1,83 @@
+#pragma once
+// End-to-end measurement scenarios on the CUDA backend with synthetic weights (shapes by name from
+// kernels/synthetic_shapes.h), called by the benchmark programs; lab code, not product code.
+#include <string>
+#include <vector>
+
+#include "kernels/model_shape.h"
+
+namespace lazyscope::bench {
+
+// bf16 bytes one decode step must read: every layer's weights and the LM head.
+double decode_weight_bytes(const ModelShape& shape);
+// bf16 bytes of K and V one token of context holds over all layers (what decode attention reads).
+double kv_bytes_per_token(const ModelShape& shape);
+
+struct DecodeVariant {
+  std::string name;
+  double ms = 0;              // wall ms/token (0: the variant failed, see stderr)
+  double device_ms = 0;       // median GPU-event time of a step
+  int first_difference = -1;  // first decode step (0 = right after the prompt, warm-up steps included)
+                              // whose token differs from the default graph run (-1: none)
+  // At that step: both runs' top-1 minus top-2 logit and the largest |Δlogit| between them. A flip
+  // is a near-tie (rounding) when both margins are within that |Δlogit| (generate --compare's rule).
+  double default_gap = 0, variant_gap = 0, max_logit_delta = 0;
+  bool near_tie() const { return default_gap <= max_logit_delta && variant_gap <= max_logit_delta; }
+};
+
+// Batch-1 greedy decode after a prompt; every mode starts from the same prompt and first token.
+struct DecodeThroughput {
+  double prefill_tokens_per_second = 0;  // one prompt of prefill_tokens
+  double greedy_graph_ms = 0;    // ms/token: forward_greedy (device argmax, 4-byte readback), CUDA graphs
+  double greedy_stream_ms = 0;   // the same without graphs (every kernel launched from the host)
+  std::vector<DecodeVariant> variants;  // the greedy graph step with one default switched off
+  double logits_ms = 0;          // forward with the logits read back and argmax on the host (graphs on)
+  double device_ms = 0;          // GPU-event ms/token of the greedy graph steps (events around each step)
+  int graph_captures = 0;        // graphs instantiated by the greedy graph run
+  bool tokens_match = false;     // graph, stream and logits runs chose the same tokens
+  double tokens_per_second() const { return greedy_graph_ms > 0 ? 1000.0 / greedy_graph_ms : 0.0; }
+};
+
+// Achieved GB/s of a one-token bf16 GEMM (GEMV) out = x @ w^T, w [rows, cols], through cuBLAS or
+// our gemv_bf16 (custom; `splits` 0 = its default split-K, else that many column splits); median
+// of repeated calls over weights larger than L2.
+// `programmatic`: launch our GEMVs with programmatic dependent launch (back-to-back calls overlap).
+double measure_gemv_gbs(int rows, int cols, bool custom, int splits = 0, int rows_per_warp = 2,
+                        bool programmatic = false, int prefetch_steps = 0);
+// `variants`: also time each DecodeVariant (one default switched off at a time).
+DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, int decode_steps, bool variants = true);
+
+// Batched greedy decode (Backend::forward_batch_greedy: one step for every sequence of the batch),
+// each sequence its own prompt of about `context` tokens (lengths context * 7/8 .. 9/8) in its
+// own blocks. Host clock, each step ends with the batch's tokens on the host; batch 1 takes the
+// single-sequence graph path.
+struct BatchedDecodeRow {
+  int batch = 0;
+  double ms_per_step = 0;
+  double kv_bytes = 0;  // K/V bytes the batch's attention reads in a step (mean over the steps)
+  double tokens_per_second() const { return ms_per_step > 0 ? 1000.0 * batch / ms_per_step : 0.0; }
+};
+std::vector<BatchedDecodeRow> measure_batched_decode(const std::string& model, int context,
+                                                     const std::vector<int>& batch_sizes, int decode_steps);
+
+// Time to first token (logits of the last prompt token) of docs × doc_tokens cached documents plus
+// a query, in milliseconds: medians of `repeats` runs of none (in a phase of its own, so its heat
+// does not tax the next policy) and of 3 × repeats rounds of the cached policies in a rotating
+// order. *_ms: host wall time from a synchronised start to the logits on the host (TTFT);
+// *_gpu_ms: GPU-event time of the same span. Materialized enqueues its copy and its prompt step
+// back to back, as the engine does (no host wait between them).
+struct RagTtft {
+  double none_ms = 0;          // prefill every token
+  double lazy_ms = 0;          // cached documents at encoding positions, query rotated per shift
+  double materialized_ms = 0;  // copy + rotate the shifted documents' blocks, then plain attention
+  double rotated_ms = 0;       // plain attention over an already rotated cache (the ideal)
+  double none_gpu_ms = 0, lazy_gpu_ms = 0, materialized_gpu_ms = 0, rotated_gpu_ms = 0;
+  double copy_gpu_ms = 0;      // GPU-event time of materialized's copy alone
+  double lazy_host_ms = 0;     // host time of forward() without logits: plan, upload, launches
+  double rotated_host_ms = 0;
+  double lazy_after_none_ms = 0;     // wall, measured right after a none run (hot GPU)
+  double rotated_after_none_ms = 0;
+};
+RagTtft measure_rag_ttft(const std::string& model, int docs, int doc_tokens, int query_tokens, int repeats);
+
+}  // namespace lazyscope::bench

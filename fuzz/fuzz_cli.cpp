@@ -1,0 +1,51 @@
+// Fuzzes lazyscope-cli's command lines: every command and option, value conversions and the
+// range checks that run while parsing. The input is the argument list, one argument per line.
+// Commands are parsed, not run (their callbacks are cleared), so nothing is written or loaded.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "app/cli/commands.h"
+#include "base/error.h"
+
+namespace {
+
+void clear_callbacks(CLI::App* app) {
+  app->final_callback({});
+  app->parse_complete_callback({});
+  for (CLI::App* sub : app->get_subcommands({})) clear_callbacks(sub);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
+  std::vector<std::string> args{"lazyscope-cli"};
+  std::string current;
+  for (std::size_t i = 0; i < size && args.size() < 24; ++i) {
+    if (data[i] == '\n') {
+      args.push_back(current);
+      current.clear();
+    } else {
+      current += char(data[i]);
+    }
+  }
+  if (!current.empty()) args.push_back(current);
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  CLI::App app{"lazyscope-cli"};
+  app.require_subcommand(1);
+  lazyscope::cli::add_make_model_command(app);
+  lazyscope::cli::add_models_command(app);
+  lazyscope::cli::add_tokenize_commands(app);
+  lazyscope::cli::add_generate_command(app);
+  lazyscope::cli::add_cache_demo_command(app);
+  lazyscope::cli::add_corpus_command(app);
+  lazyscope::cli::add_session_command(app);
+  clear_callbacks(&app);
+  try {
+    app.parse(int(argv.size()), argv.data());
+  } catch (const CLI::Error&) {
+  } catch (const lazyscope::Error&) {
+  }
+  return 0;
+}

@@ -1,0 +1,233 @@
+// One-token steps: a single sequence (fixed metadata layout, replayed from CUDA graphs) and a
+// batch of sequences (continuous batching: the GEMMs over N rows, one decode-attention launch,
+// each sequence with its own block table and shifts).
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "base/error.h"
+#include "kernels/cuda/attention_plan.h"
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/ops.h"
+
+namespace lazyscope::cuda {
+namespace {
+
+// Fixed single-sequence decode metadata layout, so a graph's kernels find every per-step value at
+// one address: [0] token, [4] position, [8] slot, [16] entry offsets {0, count}, [32] entries.
+constexpr std::size_t kDecodeTokenAt = 0, kDecodePositionAt = 4, kDecodeSlotAt = 8, kDecodeOffsetsAt = 16,
+                      kDecodeEntriesAt = 32;
+
+constexpr std::size_t align16(std::size_t bytes) { return (bytes + 15) / 16 * 16; }
+
+}  // namespace
+
+int CudaBackend::decode_splits(int batch, int max_entries) const {
+  const int splits = decode_num_splits(batch, shape_.num_kv_heads, max_entries, sm_count_);
+  return tuning_.decode_splits_cap > 0 ? std::min(splits, tuning_.decode_splits_cap) : splits;
+}
+
+void CudaBackend::run_decode(const ForwardStep& step, StepOutput output) {
+  const int count = int(step.table.size());
+  const int splits = decode_splits(1, count);
+  ensure_workspace(1, shape_.num_heads * splits, 1);
+  const std::size_t bytes = kDecodeEntriesAt + std::size_t(count) * sizeof(KvEntry);
+  unsigned char* meta = stage_meta(bytes);
+  std::memset(meta, 0, kDecodeEntriesAt);
+  std::memcpy(meta + kDecodeTokenAt, step.tokens.data(), 4);
+  std::memcpy(meta + kDecodePositionAt, step.positions.data(), 4);
+  std::memcpy(meta + kDecodeSlotAt, step.slots.data(), 4);
+  write_kv_entries(step.table, reinterpret_cast<KvEntry*>(meta + kDecodeEntriesAt));
+  const int32_t offsets[2] = {0, count};
+  std::memcpy(meta + kDecodeOffsetsAt, offsets, sizeof(offsets));
+  upload_meta(bytes);
+  const unsigned char* device_meta = step_meta_.as<unsigned char>();
+  DecodeMeta where;
+  where.tokens = reinterpret_cast<const int32_t*>(device_meta + kDecodeTokenAt);
+  where.positions = reinterpret_cast<const int32_t*>(device_meta + kDecodePositionAt);
+  where.slots = reinterpret_cast<const int32_t*>(device_meta + kDecodeSlotAt);
+  where.offsets = reinterpret_cast<const int32_t*>(device_meta + kDecodeOffsetsAt);
+  where.entries = reinterpret_cast<const KvEntry*>(device_meta + kDecodeEntriesAt);
+
+  // Graphs need every GEMM on the GEMV path (cuBLAS would be captured with its own choices).
+  if (!tuning_.graphs || !gemv_ok_) {
+    enqueue_decode(where, 1, splits, step.lazy_rotation, count, output);
+    return;
+  }
+  const auto key_of_graph = std::make_tuple(splits, step.lazy_rotation, int(output));
+  auto found = graphs_.find(key_of_graph);
+  if (found == graphs_.end()) {
+    cudaGraph_t graph = nullptr;
+    LAZYSCOPE_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    try {
+      enqueue_decode(where, 1, splits, step.lazy_rotation, count, output);
+    } catch (...) {
+      cudaGraph_t partial = nullptr;
+      cudaStreamEndCapture(stream_, &partial);
+      if (partial != nullptr) cudaGraphDestroy(partial);
+      cudaGetLastError();
+      throw;
+    }
+    LAZYSCOPE_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t status = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    LAZYSCOPE_CUDA_CHECK(status);
+    found = graphs_.emplace(key_of_graph, exec).first;
+    ++graph_captures_;
+  }
+  LAZYSCOPE_CUDA_CHECK(cudaGraphLaunch(found->second, stream_));
+  ++graph_replays_;
+}
+
+// A batch that holds any lazy step runs lazy attention for all: a plain step's entries are
+// unshifted (validate_step), and rotating its query by (position − 0) is plain attention.
+void CudaBackend::run_decode_batch(std::span<const ForwardStep> steps, StepOutput output) {
+  const int batch = int(steps.size());
+  if (batch == 1) {
+    run_decode(steps[0], output);
+    return;
+  }
+  bool lazy = false;
+  std::size_t total_entries = 0;
+  int max_entries = 0;
+  for (const ForwardStep& step : steps) {
+    lazy = lazy || step.lazy_rotation;
+    total_entries += step.table.size();
+    max_entries = std::max(max_entries, int(step.table.size()));
+  }
+  const int splits = decode_splits(batch, max_entries);
+  ensure_workspace(batch, batch * shape_.num_heads * splits, batch);
+  // [tokens][positions][slots][entry offsets, batch + 1][entries], each at a 16-byte boundary.
+  const std::size_t tokens_at = 0;
+  const std::size_t positions_at = align16(tokens_at + batch * sizeof(int32_t));
+  const std::size_t slots_at = align16(positions_at + batch * sizeof(int32_t));
+  const std::size_t offsets_at = align16(slots_at + batch * sizeof(int32_t));
+  const std::size_t entries_at = align16(offsets_at + (batch + 1) * sizeof(int32_t));
+  const std::size_t bytes = entries_at + total_entries * sizeof(KvEntry);
+  unsigned char* meta = stage_meta(bytes);
+  int32_t* tokens = reinterpret_cast<int32_t*>(meta + tokens_at);
+  int32_t* positions = reinterpret_cast<int32_t*>(meta + positions_at);
+  int32_t* slots = reinterpret_cast<int32_t*>(meta + slots_at);
+  int32_t* offsets = reinterpret_cast<int32_t*>(meta + offsets_at);
+  KvEntry* entries = reinterpret_cast<KvEntry*>(meta + entries_at);
+  int32_t entry = 0;
+  for (int i = 0; i < batch; ++i) {
+    tokens[i] = steps[i].tokens[0];
+    positions[i] = steps[i].positions[0];
+    slots[i] = steps[i].slots[0];
+    offsets[i] = entry;
+    write_kv_entries(steps[i].table, entries + entry);
+    entry += int32_t(steps[i].table.size());
+  }
+  offsets[batch] = entry;
+  upload_meta(bytes);
+  const unsigned char* device_meta = step_meta_.as<unsigned char>();
+  DecodeMeta where;
+  where.tokens = reinterpret_cast<const int32_t*>(device_meta + tokens_at);
+  where.positions = reinterpret_cast<const int32_t*>(device_meta + positions_at);
+  where.slots = reinterpret_cast<const int32_t*>(device_meta + slots_at);
+  where.offsets = reinterpret_cast<const int32_t*>(device_meta + offsets_at);
+  where.entries = reinterpret_cast<const KvEntry*>(device_meta + entries_at);
+  enqueue_decode(where, batch, splits, lazy, max_entries, output);
+}
+
+void CudaBackend::enqueue_decode(const DecodeMeta& meta, int batch, int splits, bool lazy, int max_entries,
+                                 StepOutput output) {
+  const int H = shape_.hidden_size, I = shape_.intermediate_size, Q = shape_.q_dim(), K = shape_.kv_dim();
+  const int D = shape_.head_dim;
+  float* x = x_.as<float>();
+  bf16_bits* h = h_.as<bf16_bits>();
+  bf16_bits* qkv = qkv_.as<bf16_bits>();
+  bf16_bits* attn = attn_.as<bf16_bits>();
+  const int64_t qkv_stride = Q + 2 * K;
+  // The folded GEMVs take one input row: a batch runs the separate ops and cuBLAS GEMMs.
+  const bool fused = tuning_.fused_decode && gemv_ok_ && batch == 1;
+  embedding(meta.tokens, batch, embed_.as<bf16_bits>(), H, x, stream_);
+  for (int l = 0; l < shape_.num_layers; ++l) {
+    const LayerWeights& w = layers_[l];
+    bf16_bits* k_pool = k_pool_.as<bf16_bits>() + l * layer_pool_elements();
+    bf16_bits* v_pool = v_pool_.as<bf16_bits>() + l * layer_pool_elements();
+    bool kv_written = false;
+    if (fused && tuning_.fused_kv_write) {
+      QkvRopeOutput qo;
+      qo.q = qkv;
+      qo.k_pool = k_pool;
+      qo.v_pool = v_pool;
+      qo.positions = meta.positions;
+      qo.slots = meta.slots;
+      qo.inv_freq = inv_freq_.as<float>();
+      qo.q_dim = Q;
+      qo.kv_dim = K;
+      qo.head_dim = D;
+      qo.num_kv_heads = shape_.num_kv_heads;
+      qo.block_size = block_size_;
+      qo.rotate_q = !lazy;
+      kv_written = gemv_rmsnorm_qkv_rope(x, w.attn_norm.as<float>(), shape_.rms_norm_eps, w.wqkv.as<bf16_bits>(), H,
+                                         qo, stream_, gemv_);
+    }
+    if (!kv_written && fused) {
+      gemv_rmsnorm_bf16(x, w.attn_norm.as<float>(), shape_.rms_norm_eps, w.wqkv.as<bf16_bits>(), Q + 2 * K, H, qkv,
+                        false, false, stream_, gemv_, h);
+    } else if (!kv_written) {
+      rmsnorm(x, w.attn_norm.as<float>(), batch, H, shape_.rms_norm_eps, h, stream_);
+      gemm(h, w.wqkv.as<bf16_bits>(), batch, Q + 2 * K, H, qkv, false, false);
+    }
+    if (!kv_written) {
+      KvWriteParams kw;
+      kw.k = qkv + Q;
+      kw.v = qkv + Q + K;
+      kw.row_stride = qkv_stride;
+      kw.q = lazy ? nullptr : qkv;  // plain attention wants q rotated at its position
+      kw.q_row_stride = qkv_stride;
+      kw.num_heads = shape_.num_heads;
+      kw.positions = meta.positions;
+      kw.slots = meta.slots;
+      kw.n = batch;
+      kw.num_kv_heads = shape_.num_kv_heads;
+      kw.head_dim = D;
+      kw.block_size = block_size_;
+      kw.inv_freq = inv_freq_.as<float>();
+      kw.k_pool = k_pool;
+      kw.v_pool = v_pool;
+      kv_write(kw, stream_);
+    }
+    DecodeParams ap;
+    ap.q = qkv;
+    ap.q_row_stride = qkv_stride;
+    ap.q_positions = meta.positions;
+    ap.k_pool = k_pool;
+    ap.v_pool = v_pool;
+    ap.entries = meta.entries;
+    ap.seq_entry_offsets = meta.offsets;
+    ap.batch = batch;
+    ap.max_entries = max_entries;  // host-side sizing only: the kernels read the tables from the offsets
+    ap.num_heads = shape_.num_heads;
+    ap.num_kv_heads = shape_.num_kv_heads;
+    ap.head_dim = D;
+    ap.block_size = block_size_;
+    ap.inv_freq = inv_freq_.as<float>();
+    ap.lazy = lazy;
+    ap.out = attn;
+    ap.num_splits = splits;
+    ap.partial_o = partial_o_.as<float>();
+    ap.partial_ml = partial_ml_.as<float>();
+    decode_attention(ap, stream_);
+    gemm(attn, w.wo.as<bf16_bits>(), batch, H, Q, x, true, true);  // x += attn @ wo^T
+    if (fused) {
+      gemv_rmsnorm_bf16(x, w.mlp_norm.as<float>(), shape_.rms_norm_eps, w.w_gate_up.as<bf16_bits>(), 2 * I, H,
+                        gate_up_.as<bf16_bits>(), false, false, stream_, gemv_, h);
+      gemv_swiglu_bf16(gate_up_.as<bf16_bits>(), w.w_down.as<bf16_bits>(), H, I, x, true, true, stream_, gemv_,
+                       act_.as<bf16_bits>());  // x += mlp
+      continue;
+    }
+    rmsnorm(x, w.mlp_norm.as<float>(), batch, H, shape_.rms_norm_eps, h, stream_);
+    gemm(h, w.w_gate_up.as<bf16_bits>(), batch, 2 * I, H, gate_up_.as<bf16_bits>(), false, false);
+    swiglu(gate_up_.as<bf16_bits>(), batch, I, act_.as<bf16_bits>(), stream_);
+    gemm(act_.as<bf16_bits>(), w.w_down.as<bf16_bits>(), batch, H, I, x, true, true);  // x += mlp
+  }
+  enqueue_head(x, batch, output);
+}
+
+}  // namespace lazyscope::cuda

@@ -1,0 +1,25 @@
+#pragma once
+// The CUDA backend's launch choices, given at construction. The defaults are the measured best
+// on the H200 (bench/cuda/NOTES.md); benchmarks switch them off one at a time to show what each
+// is worth, tests to check that each changes only how a step runs, never what it computes.
+namespace lazyscope::cuda {
+
+struct CudaTuning {
+  // Replay one-token steps of one sequence from CUDA graphs.
+  bool graphs = true;
+  // One-token steps fold RMSNorm and SwiGLU into the GEMVs' input staging (3 fewer launches a layer).
+  bool fused_decode = true;
+  // With fused_decode, the wqkv GEMV also rotates and stores K/V (and q) itself, replacing kv_write.
+  bool fused_kv_write = true;
+  // Programmatic dependent launch of the GEMVs: a GEMV's weight loads start while the kernel
+  // before it drains (run 2: +2.6 % tok/s on the 8B decode, same tokens).
+  bool programmatic_gemv = true;
+  // Each GEMV warp bulk-prefetches into L2 the weight pieces of its next steps (0: off; run 2
+  // measured 4 steps 10 % slower on the 8B decode). 0..64.
+  int gemv_prefetch_steps = 0;
+  // At most this many KV splits in one-token attention (0: decode_num_splits' choice). Run 3:
+  // a cap of 16 was 0.8 % (8B) to 4.5 % (SmolLM2) faster than the uncapped 33 (less to merge).
+  int decode_splits_cap = 16;
+};
+
+}  // namespace lazyscope::cuda

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The CPU test suite again under AddressSanitizer + UndefinedBehaviorSanitizer (clang, build-asan/),
+# then every libFuzzer target for a few seconds from seeds made of valid files, so a regression in
+# a loader shows. Needs scripts/setup.sh to have run (clang, libclang-rt-14-dev).
+#   FUZZ_SECONDS: seconds per fuzz target (default 4); 0 skips fuzzing.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+python="${LAZYSCOPE_PYTHON:-$root/.venv/bin/python3}"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DLAZYSCOPE_FUZZ=ON \
+  -DLAZYSCOPE_WITH_CUDA=OFF -DLAZYSCOPE_BUILD_BENCH=OFF -DLAZYSCOPE_PYTHON="$python" \
+  ${LAZYSCOPE_CMAKE_ARGS:-}
+cmake --build build-asan -j "$(nproc)"
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
+export LSAN_OPTIONS="suppressions=$root/scripts/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+export QT_QPA_PLATFORM="${QT_QPA_PLATFORM:-offscreen}"
+ctest --test-dir build-asan --output-on-failure -j "$(nproc)"
+seconds="${FUZZ_SECONDS:-4}"
+if ((seconds > 0)); then
+  LAZYSCOPE_PYTHON="$python" fuzz/make_seeds.sh build-asan/app/lazyscope-cli build-asan/fuzz-seeds
+  rm -rf build-asan/fuzz-work
+  fuzz/run.sh build-asan build-asan/fuzz-seeds build-asan/fuzz-work "$seconds"
+fi
