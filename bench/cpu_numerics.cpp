@@ -149,6 +149,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // rows appear as they are measured, also in a file
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {
