@@ -51,17 +51,21 @@ int remove_orphaned_temporaries(const fs::path& target) {
     const long pid = std::strtol(rest.c_str(), &after, 10);
     if (after == rest.c_str() || *after != '-' || process_alive(pid)) continue;
     std::error_code remove_error;
-    if (fs::remove(it->path(), remove_error)) ++removed;
+    if (fs::remove_all(it->path(), remove_error) > 0) ++removed;
   }
   return removed;
 }
 
+fs::path temporary_sibling(const fs::path& target) {
+  static std::atomic<int> counter{0};
+  return folder_of(target) /
+         (temp_prefix(target) + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+}
+
 AtomicFile::AtomicFile(fs::path target, std::string what)
     : target_(std::move(target)), what_(std::move(what)) {
-  static std::atomic<int> counter{0};
   remove_orphaned_temporaries(target_);
-  temp_ = folder_of(target_) /
-          (temp_prefix(target_) + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  temp_ = temporary_sibling(target_);
   std::error_code ec;
   fs::remove(temp_, ec);
 }

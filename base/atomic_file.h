@@ -36,8 +36,12 @@ class AtomicFile {
 void write_file_atomically(const std::filesystem::path& target, std::string_view contents,
                            const std::string& what);
 
-// Removes the ".NAME.tmp-PID-N" siblings of `target` whose writer process no longer runs.
-// Returns how many it removed.
+// A fresh name ".NAME.tmp-PID-N" beside `target`, unique within this process, for a file or a
+// folder written first and renamed over the target when complete.
+std::filesystem::path temporary_sibling(const std::filesystem::path& target);
+
+// Removes the ".NAME.tmp-PID-N" siblings of `target` (files or folders) whose writer process no
+// longer runs. Returns how many it removed.
 int remove_orphaned_temporaries(const std::filesystem::path& target);
 
 // fsync a file or a folder by path; false when it cannot be opened or synced.

@@ -153,9 +153,16 @@ std::string json_strings(const std::vector<std::string>& values) {
   return nlohmann::json(values).dump();
 }
 
-std::vector<std::string> parse_json_strings(const std::string& text) {
+// A list column as written by json_strings; a hand-edited or damaged store is an Error naming it.
+std::vector<std::string> parse_json_strings(const std::string& text, const fs::path& store,
+                                            const char* column) {
   if (text.empty()) return {};
-  return nlohmann::json::parse(text).get<std::vector<std::string>>();
+  try {
+    return nlohmann::json::parse(text).get<std::vector<std::string>>();
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(store.string() + ": questions." + column +
+                " is not a JSON list of strings (a damaged corpus?): " + e.what());
+  }
 }
 
 // Builds the whole store in `temp`; throws on any problem (the caller deletes the file).
@@ -462,8 +469,8 @@ std::vector<Question> DocumentStore::questions() const {
     Question q;
     q.id = s.text(0);
     q.question = s.text(1);
-    q.answers = parse_json_strings(s.text(2));
-    q.doc_ids = parse_json_strings(s.text(3));
+    q.answers = parse_json_strings(s.text(2), impl_->path, "answers");
+    q.doc_ids = parse_json_strings(s.text(3), impl_->path, "doc_ids");
     q.kind = s.text(4);
     out.push_back(std::move(q));
   }

@@ -49,6 +49,8 @@ json parse_json(const fs::path& path, const std::string& text) {
     std::size_t byte = e.byte > 0 ? e.byte - 1 : 0;
     fail(path, "line " + std::to_string(line_of_offset(text, byte)),
          std::string("invalid JSON (") + e.what() + ")");
+  } catch (const json::exception& e) {  // a number too large for a double, ...
+    fail(path, "", std::string("invalid JSON (") + e.what() + ")");
   }
 }
 
@@ -79,7 +81,7 @@ void for_each_json_line(const fs::path& path, const std::string& text, const Loa
     json value;
     try {
       value = json::parse(content);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
       fail(path, "line " + std::to_string(line), std::string("invalid JSON (") + e.what() + ")");
     }
     if (!value.is_object()) fail(path, "line " + std::to_string(line), "expected a JSON object");
@@ -242,6 +244,8 @@ CorpusData load_multihop(const fs::path& path, const LoadOptions& options, const
       std::size_t byte = e.byte > 0 ? e.byte - 1 : 0;
       fail(path, "line " + std::to_string(line_of_offset(text, byte)),
            std::string("invalid JSON (") + e.what() + ")");
+    } catch (const json::exception& e) {  // a number too large for a double, ...
+      fail(path, "", std::string("invalid JSON (") + e.what() + ")");
     }
   } else {
     for_each_json_line(path, text, options, [&](std::size_t line, const json& record) {

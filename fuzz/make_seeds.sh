@@ -48,6 +48,7 @@ seed fuzz_safetensors_index good.json <<'J'
 J
 
 # GGUF: the test fixtures' tiny Llama and the quantized-tensor file.
+mkdir -p "$work/ref"
 "$python" "$root/tests/engine/model/gguf_fixtures.py" llama "$work/tiny.gguf" "$work/ref" > /dev/null
 "$python" "$root/tests/engine/model/gguf_fixtures.py" quants "$work/quants.gguf" > /dev/null
 mkdir -p "$out/fuzz_gguf"

@@ -20,7 +20,7 @@ for t in "${targets[@]}"; do
   [ -d "$seeds/$t" ] && cp -n "$seeds/$t"/* "$work/$t/corpus/" 2>/dev/null
   log="$work/$t/fuzz.log"
   # -rss_limit_mb bounds memory growth; -timeout flags one input running over 10 s as a hang.
-  "$build/fuzz/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+  "$build/fuzz/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="$work/$t/crashes/" "$work/$t/corpus" > "$log" 2>&1
   rc=$?
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)

@@ -2,17 +2,21 @@
 // by step (max |Δlogit|, argmax agreement), and write logits dumps (docs/formats.md).
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "app/cli/commands.h"
+#include "app/cli/option_checks.h"
+#include "app/cli/output_kinds.h"
 #include "app/cli/progress_bar.h"
 #include "engine/model/model_loader.h"
 #include "engine/runtime/default_model.h"
 #include "engine/runtime/request_preparation.h"
 #include "engine/runtime/session.h"
+#include "base/atomic_file.h"
 #include "base/error.h"
+#include "base/limits.h"
+#include "base/output_guard.h"
 #include "profiler/session_recorder.h"
 
 namespace lazyscope::cli {
@@ -50,10 +54,7 @@ void write_dump(const std::string& path, const RunResult& r) {
   j["generated_text"] = r.generated_text;
   // Generated text may end inside a UTF-8 sequence: replace broken bytes rather than fail.
   const std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw Error(path + ": cannot write the logits dump");
-  out << text;
-  if (!out) throw Error(path + ": write failed");
+  write_file_atomically(path, text, "logits dump");
 }
 
 // FILE.json, FILE.<policy>.json with two policies, FILE.<n>.<policy>.json with several requests.
@@ -66,6 +67,16 @@ std::string dump_path_for(const std::string& base, const std::string& policy, bo
   const auto dot = base.rfind('.');
   if (dot == std::string::npos || base.find('/', dot) != std::string::npos) return base + tag;
   return base.substr(0, dot) + tag + base.substr(dot);
+}
+
+// The policy names the dump files will carry, known before anything runs (to check the paths).
+std::vector<std::string> dump_policy_names(const GenerateArgs& args) {
+  if (args.compare.empty()) return {args.policy.empty() ? (args.mode == "full" ? "none" : "lazy") : to_string(parse_policy(args.policy))};
+  std::vector<std::string> names;
+  std::stringstream ss(args.compare);
+  std::string item;
+  while (std::getline(ss, item, ',')) names.push_back(to_string(parse_policy(item)));
+  return names;
 }
 
 Mode default_mode_for(Policy p) { return p == Policy::Prefix ? Mode::Full : Mode::Block; }
@@ -143,6 +154,21 @@ void run_generate(const GenerateArgs& args) {
     if (!resolved.note.empty()) std::fprintf(stderr, "note: %s\n", resolved.note.c_str());
     options.model = resolved.path;
   }
+  // Before any work: no output lands on an input, on another output, or on a file of another kind.
+  {
+    OutputGuard guard;
+    guard.input(options.model, "--model");
+    for (const std::string& file : args.request_files) guard.input(file, "--request");
+    guard.output(args.record, "--record", "session report", is_session_report);
+    const std::vector<std::string> names = dump_policy_names(args);
+    for (std::size_t r = 0; !args.dump_logits.empty() && r < args.request_files.size(); ++r) {
+      for (const std::string& name : names) {
+        guard.output(dump_path_for(args.dump_logits, name, names.size() > 1, r, args.request_files.size() > 1),
+                     "--dump-logits", "logits dump", is_logits_dump);
+      }
+    }
+    guard.check();
+  }
   options.backend = parse_backend_kind(args.backend);
   options.kv_budget_bytes = parse_byte_size(args.kv_budget);
   options.block_size = args.block_size;
@@ -196,6 +222,8 @@ void run_generate(const GenerateArgs& args) {
       run.mode = modes[i];
       run.policy = policies[i];
       run.max_new_tokens = args.max_new_tokens;
+      // Logits only for a dump or a comparison; otherwise decode greedily on the device.
+      run.keep_logits = !args.dump_logits.empty() || policies.size() > 1;
       results.push_back(session.submit(prepared, run));
       print_result(results.back());
       if (!args.dump_logits.empty()) {
@@ -248,19 +276,25 @@ void add_generate_command(CLI::App& app) {
                   "KV pool size per policy, e.g. 64MiB, 1GiB: every policy runs on its own pool of this size, so "
                   "--compare takes twice the memory")
       ->capture_default_str();
-  cmd->add_option("--block-size", args->block_size, "Tokens per KV block")->capture_default_str();
-  cmd->add_option("--max-new-tokens", args->max_new_tokens, "Override the request's max_new_tokens");
-  cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)");
+  cmd->add_option("--block-size", args->block_size, "Tokens per KV block")
+      ->capture_default_str()
+      ->check(in_range(1, limits::kMaxBlockSize));
+  cmd->add_option("--max-new-tokens", args->max_new_tokens,
+                  "Override the request's max_new_tokens (generation also stops at the model's context)")
+      ->check(in_range<int>(0, int(limits::kMaxNewTokens)));
+  cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->check(in_range(0, limits::kMaxThreads));
   cmd->add_option("--cpu-precision", args->cpu_precision,
                   "CPU backend: fast (weights in their file's format, int8/SIMD kernels) or exact (the fp32 reference)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fast", "exact"}));
   cmd->add_option("--chat", args->chat,
                   "Wrap text requests in the model's chat template: auto (when the model has one), on (a plain "
                   "Document/Question wording when it has none), off")
       ->capture_default_str();
   cmd->add_option("--record", args->record, "Save the session (requests, segments, block events, tokens, spans) as a SQLite report");
   cmd->add_flag("--trace-gpu", args->trace_gpu,
-                "With --record and the CUDA backend: add every GPU kernel and copy (CUPTI) and the engine's NVTX ranges to the report");
+                "With --record and the CUDA backend: add every GPU kernel, copy and CUDA API call (CUPTI) to the report "
+                "(the engine's NVTX ranges are always on; docs/profiling.md)");
   cmd->callback([args] { run_generate(*args); });
 }
 

@@ -49,6 +49,10 @@ bool parse_command_line(const QStringList& arguments, WorkbenchOptions* options,
   }
   options->model = parser.value(model);
   options->corpus = parser.value(corpus);
+  options->model_given = parser.isSet(model);
+  options->corpus_given = parser.isSet(corpus);
+  options->backend_given = parser.isSet(backend);
+  options->kv_budget_given = parser.isSet(budget);
   options->backend = parser.value(backend).toLower();
   if (options->backend != "auto" && options->backend != "cpu" && options->backend != "cuda") {
     *error = QStringLiteral("--backend must be auto, cpu or cuda, not '%1'").arg(options->backend);

@@ -19,6 +19,11 @@ struct WorkbenchOptions {
   QSize window_size;               // fixed size (screenshots); empty: saved layout or default
   bool restore_layout = true;      // QSettings geometry and dock state
   bool load_default_model = true;  // tests turn this off to open models themselves
+  // Which of the above the command line named: the others may come from the last session.
+  bool model_given = false;
+  bool corpus_given = false;
+  bool backend_given = false;
+  bool kv_budget_given = false;
 };
 
 // Parses arguments (argv[0] included). Returns false and fills `error` on bad input;

@@ -2,6 +2,7 @@
 #include <QApplication>
 #include <cstdio>
 
+#include "app/workbench/color_scheme.h"
 #include "app/workbench/command_line.h"
 #include "app/workbench/main_window.h"
 
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (exit_now) return 0;
+  lazyscope::workbench::follow_desktop_color_scheme();
   lazyscope::workbench::MainWindow window(options);
   window.show();
   window.start();

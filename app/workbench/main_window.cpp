@@ -6,6 +6,7 @@
 #include <QFileDialog>
 #include <QLabel>
 #include <QListWidget>
+#include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QProgressDialog>
@@ -13,10 +14,10 @@
 #include <QSettings>
 #include <QStatusBar>
 #include <QTimer>
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 
 #include "app/workbench/corpus_source.h"
 #include "app/workbench/engine_worker.h"
@@ -25,9 +26,16 @@
 #include "app/workbench/views/block_map_view.h"
 #include "app/workbench/views/cache_stats_view.h"
 #include "app/workbench/views/corpus_panel.h"
+#include "app/workbench/views/dock_title_tooltip.h"
 #include "app/workbench/views/equivalence_view.h"
 #include "app/workbench/views/prompt_panel.h"
+#include "app/workbench/views/report_window.h"
+#include "app/workbench/views/shortcuts_help.h"
 #include "app/workbench/views/timeline_view.h"
+#include "app/workbench/views/welcome_page.h"
+#include "app/workbench/workbench_settings.h"
+#include "base/atomic_file.h"
+#include "base/output_guard.h"
 #include "profiler/session_recorder.h"
 
 namespace lazyscope::workbench {
@@ -43,14 +51,30 @@ QDockWidget* make_dock(const QString& title, const QString& name, QWidget* conte
   return dock;
 }
 
-QSettings user_settings() {
-  return QSettings(QStringLiteral("LazyScope"), QStringLiteral("workbench"));
+QSettings user_settings() { return workbench_settings(); }
+
+// One line per policy of the last run: what it found in its own pool and what it copied.
+QString run_summary(const std::vector<RequestFinishedEvent>& requests) {
+  QStringList lines;
+  for (const RequestFinishedEvent& e : requests) {
+    lines << QObject::tr(
+                 "<b>%1</b>: %2 of %3 documents from its cache, %4 % of prompt tokens, "
+                 "%5 copied, TTFT %6 ms")
+                 .arg(QString::fromStdString(e.policy).toHtmlEscaped())
+                 .arg(e.stats.document_hits)
+                 .arg(e.stats.documents)
+                 .arg(100.0 * e.stats.token_hit_ratio(), 0, 'f', 1)
+                 .arg(format_bytes(e.stats.bytes_copied))
+                 .arg(e.ttft_ms, 0, 'f', 0);
+  }
+  return lines.join(QStringLiteral("<br>"));
 }
 
 }  // namespace
 
 MainWindow::MainWindow(const WorkbenchOptions& options, QWidget* parent)
     : QMainWindow(parent), options_(options) {
+  if (options_.restore_layout) apply_remembered_session(&options_);
   register_workbench_metatypes();
   lazyscope_init_workbench_resources();
   setWindowTitle(tr("LazyScope workbench"));
@@ -78,6 +102,10 @@ MainWindow::MainWindow(const WorkbenchOptions& options, QWidget* parent)
   worker_thread_.start();
   connectWorker();
 
+  connect(welcome_, &WelcomePage::askSampleQuestion, this, &MainWindow::askSampleQuestion);
+  connect(welcome_, &WelcomePage::reorderAndRerun, this, &MainWindow::reorderAndRerun);
+  connect(welcome_, &WelcomePage::contentChanged, this, &MainWindow::fitWelcome,
+          Qt::QueuedConnection);
   connect(prompt_, &PromptPanel::runRequested, this, [this] { startRun(); });
   connect(prompt_, &PromptPanel::stopRequested, this, &MainWindow::stopRun);
   connect(corpus_, &CorpusPanel::questionChanged, prompt_, &PromptPanel::setQuery);
@@ -98,7 +126,10 @@ MainWindow::MainWindow(const WorkbenchOptions& options, QWidget* parent)
   default_state_ = saveState();
   if (options_.restore_layout) restoreSettings();
   if (options_.window_size.isValid()) resize(options_.window_size);
+  // The demo is its own tour: its pictures show the panels, not the welcome page.
+  if (options_.demo) findChild<QDockWidget*>(QStringLiteral("dock_welcome"))->hide();
   updateStatus();
+  updateWelcome();
 }
 
 MainWindow::~MainWindow() {
@@ -108,6 +139,12 @@ MainWindow::~MainWindow() {
 }
 
 void MainWindow::buildDocks() {
+  welcome_ = new WelcomePage(this);
+  auto* welcome_dock = make_dock(tr("Start here"), QStringLiteral("dock_welcome"), welcome_, this);
+  set_dock_title_tooltip(welcome_dock,
+                         tr("Three steps to the central comparison. Close this page when you know "
+                            "your way; Help ▸ Welcome brings it back."));
+  addDockWidget(Qt::TopDockWidgetArea, welcome_dock);
   corpus_ = new CorpusPanel(this);
   equivalence_ = new EquivalenceView(this);
   block_map_ = new BlockMapView(this);
@@ -119,12 +156,40 @@ void MainWindow::buildDocks() {
                                      QStringLiteral("dock_equivalence"), equivalence_, this);
   auto* block_dock = make_dock(tr("KV block map"), QStringLiteral("dock_blocks"), block_map_, this);
   auto* stats_dock = make_dock(tr("Cache stats"), QStringLiteral("dock_stats"), stats_, this);
+  set_dock_title_tooltip(
+      corpus_dock,
+      tr("The passages a question can retrieve. Type or pick a question and press Enter: BM25 "
+         "ranks the passages (a higher score is a better match). Use top-k as prompt puts the "
+         "best ones into the prompt list below, in rank order; drag them or press Reverse to "
+         "reorder."));
+  set_dock_title_tooltip(
+      equivalence_dock,
+      tr("One cell per generated step, coloured by the largest difference between the lazy and "
+         "the materialized logits at that step: green up to 1e-4 (the same function within fp32 "
+         "rounding), red beyond. Where the greedy tokens first differ the strip says whether it "
+         "is a near-tie. Hover a cell for both runs' top tokens."));
+  set_dock_title_tooltip(
+      block_dock,
+      tr("Every block of one policy's KV pool (choose the policy above the grid). A cell's colour "
+         "is the document that owns it (legend below), pale when cached but unused. Rings flash "
+         "as it happens: green reused, orange newly encoded, magenta copied (a re-rotated copy), "
+         "red evicted. Hover a cell for its segment and shift."));
+  set_dock_title_tooltip(
+      stats_dock,
+      tr("Per policy over your runs: the token hit ratio (prompt tokens served from its cache ÷ "
+         "prompt tokens, solid), the document hit ratio (dashed), and KV bytes stored and copied. "
+         "Every policy has a pool of its own, so none is served from another's blocks."));
   addDockWidget(Qt::LeftDockWidgetArea, corpus_dock);
   addDockWidget(Qt::RightDockWidgetArea, block_dock);
   addDockWidget(Qt::RightDockWidgetArea, stats_dock);
   addDockWidget(Qt::BottomDockWidgetArea, equivalence_dock);
   auto* timeline_dock =
       make_dock(tr("Timeline (host time)"), QStringLiteral("dock_timeline"), timeline_, this);
+  set_dock_title_tooltip(
+      timeline_dock,
+      tr("Where the time went, left to right: each request, its document encodes, the prompt's "
+         "prefill and every decode step. Ctrl+wheel zooms, hover a bar for its name and duration. "
+         "With --trace-gpu on the CUDA backend a GPU lane shows each kernel and copy."));
   // Under the equivalence strip, not beside it: both want the full width of the outputs.
   splitDockWidget(equivalence_dock, timeline_dock, Qt::Vertical);
   // The side docks own the bottom corners; the equivalence strip sits under the outputs.
@@ -133,6 +198,7 @@ void MainWindow::buildDocks() {
   resizeDocks({corpus_dock, block_dock}, {440, 560}, Qt::Horizontal);
   resizeDocks({block_dock, stats_dock}, {470, 500}, Qt::Vertical);
   resizeDocks({equivalence_dock, timeline_dock}, {110, 150}, Qt::Vertical);
+
 }
 
 void MainWindow::buildMenus() {
@@ -153,6 +219,17 @@ void MainWindow::buildMenus() {
     if (!path.isEmpty()) openCorpus(path);
   });
   file->addAction(tr("Open &Sample Corpus"), this, [this] { openCorpus(QString()); });
+  file->addSeparator();
+  file->addAction(
+      tr("Open Session &Report…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O), this, [this] {
+        const QString path =
+            QFileDialog::getOpenFileName(this, tr("Open session report"), {},
+                                         tr("SQLite report (*.db *.sqlite);;All files (*)"));
+        if (!path.isEmpty()) openSessionReport(path);
+      });
+  recent_reports_menu_ = file->addMenu(tr("Recent Session Re&ports"));
+  connect(recent_reports_menu_, &QMenu::aboutToShow, this, &MainWindow::rebuildRecentReports);
+  rebuildRecentReports();
   file->addSeparator();
   file->addAction(tr("C&lear KV Cache"), this, [this] {
     if (!busy_) QMetaObject::invokeMethod(worker_, &EngineWorker::clearCache, Qt::QueuedConnection);
@@ -177,6 +254,10 @@ void MainWindow::buildMenus() {
   file->addSeparator();
   file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 
+  QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+  edit->addAction(tr("&Search the Corpus"), QKeySequence::Find, this,
+                  [this] { corpus_->focusQuestion(); });
+
   QMenu* run = menuBar()->addMenu(tr("&Run"));
   run->addAction(tr("&Run"), QKeySequence(Qt::CTRL | Qt::Key_Return), this, [this] { startRun(); });
   run->addAction(tr("&Stop"), QKeySequence(Qt::Key_Escape), this, &MainWindow::stopRun);
@@ -192,8 +273,11 @@ void MainWindow::buildMenus() {
   view->addAction(tr("&Reset Layout"), this, [this] { restoreState(default_state_); });
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&Welcome"), this, &MainWindow::showWelcome);
   help->addAction(tr("&Quick Guide"), QKeySequence::HelpContents, this,
                   &MainWindow::showQuickGuide);
+  help->addAction(tr("&Keyboard Shortcuts"), QKeySequence(Qt::CTRL | Qt::Key_Slash), this,
+                  &MainWindow::showShortcuts);
   help->addAction(tr("&About LazyScope"), this, &MainWindow::showAbout);
 }
 
@@ -220,6 +304,8 @@ void MainWindow::connectWorker() {
   connect(w, &EngineWorker::snapshotReady, block_map_->model(), &BlockMapModel::applySnapshot);
   connect(w, &EngineWorker::equivalenceReady, equivalence_->model(), &EquivalenceModel::setReport);
   connect(w, &EngineWorker::planFinished, this, &MainWindow::onPlanFinished);
+  connect(w, &EngineWorker::requestFinished, this,
+          [this](const RequestFinishedEvent& e) { run_requests_.push_back(e); });
 }
 
 void MainWindow::start() {
@@ -235,6 +321,7 @@ void MainWindow::openModel(const QString& path) {
     showError(tr("Cannot open a model now"), tr("Stop the running generation first."));
     return;
   }
+  opening_default_model_ = false;
   activity_label_->setText(tr("Loading %1…").arg(path));
   QMetaObject::invokeMethod(worker_, "openModel", Qt::QueuedConnection, Q_ARG(QString, path),
                             Q_ARG(QString, options_.backend),
@@ -242,6 +329,7 @@ void MainWindow::openModel(const QString& path) {
 }
 
 void MainWindow::openDefaultModel() {
+  opening_default_model_ = true;
   activity_label_->setText(tr("Loading the default model…"));
   QMetaObject::invokeMethod(worker_, "openDefaultModel", Qt::QueuedConnection,
                             Q_ARG(QString, options_.backend),
@@ -251,6 +339,7 @@ void MainWindow::openDefaultModel() {
 bool MainWindow::openCorpus(const QString& path) {
   try {
     corpus_->setCorpus(path.isEmpty() ? CorpusSource::openSample() : CorpusSource::open(path));
+    if (options_.restore_layout) remember_corpus(path);
     return true;
   } catch (const std::exception& e) {
     showError(
@@ -292,7 +381,9 @@ bool MainWindow::startRun() {
   plan.preparation.chat = prompt_->chatMode();
   for (const QString& key : keys) plan.policies.push_back(policy_choice(key));
   prompt_->runModel()->startPlan(plan.run_index, keys);
+  run_requests_.clear();
   run_in_flight_ = true;
+  updateWelcome();
   worker_->clearStop();
   prompt_->setBusy(true);
   activity_label_->setText(tr("Run %1 queued…").arg(plan.run_index));
@@ -313,6 +404,12 @@ void MainWindow::onPlanFinished(int run_index, bool cancelled) {
   if (cancelled) prompt_->runModel()->stopWaiting();
   activity_label_->setText(cancelled ? tr("Run %1 stopped.").arg(run_index)
                                      : tr("Run %1 finished.").arg(run_index));
+  if (welcome_step_ != WelcomeStep::None && !cancelled)
+    welcome_->setStage(welcome_step_ == WelcomeStep::Ask ? WelcomePage::Stage::Asked
+                                                         : WelcomePage::Stage::Reordered);
+  welcome_step_ = WelcomeStep::None;
+  welcome_->setSummary(run_summary(run_requests_));
+  updateWelcome();
   Q_EMIT planFinished(run_index, cancelled);
   if (demo_stage_ > 0) continueDemo();
 }
@@ -320,6 +417,7 @@ void MainWindow::onPlanFinished(int run_index, bool cancelled) {
 void MainWindow::onBusy(bool busy) {
   busy_ = busy;
   prompt_->setBusy(busy || run_in_flight_);
+  updateWelcome();
   if (!busy && progress_) {
     progress_->close();
     progress_->deleteLater();
@@ -346,6 +444,8 @@ void MainWindow::onProgress(double fraction, const QString& what) {
 void MainWindow::onModelOpened(const ModelInfo& info) {
   model_info_ = info;
   model_loaded_ = true;
+  if (options_.restore_layout) rememberSession(info);
+  updateWelcome();
   block_map_->model()->resize(info.pool_blocks, info.block_size, info.bytes_per_block);
   equivalence_->model()->clear();
   stats_->model()->clear();
@@ -399,39 +499,67 @@ void MainWindow::refreshTimeline() { timeline_->setRecording(worker_->recordingS
 
 bool MainWindow::exportSessionReport(const QString& path) {
   try {
-    save_session_sqlite(worker_->recordingSnapshot(), std::filesystem::path(path.toStdString()));
+    // Replaces an earlier report, never another kind of file (a corpus store, a model file).
+    const std::filesystem::path target(path.toStdString());
+    OutputGuard guard;
+    guard.output(target, "report", "session report", [](const std::filesystem::path& p) {
+      try {
+        (void)load_session_sqlite(p);
+        return true;
+      } catch (const std::exception&) {
+        return false;
+      }
+    });
+    guard.check();
+    save_session_sqlite(worker_->recordingSnapshot(), target);
   } catch (const std::exception& e) {
     showError(tr("Could not export the session report to %1").arg(path), QString::fromUtf8(e.what()));
     return false;
   }
   statusBar()->showMessage(tr("Session report written to %1").arg(path), 5000);
+  if (options_.restore_layout) add_recent_report(path);
   return true;
 }
 
-bool MainWindow::exportTrace(const QString& path) {
-  const std::string json = chrome_trace_json(worker_->recordingSnapshot());
-  // Written whole to a temporary file and renamed, like the SQLite report.
-  const std::filesystem::path target(path.toStdString());
-  std::filesystem::path temp = target;
-  temp += ".partial";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out.write(json.data(), std::streamsize(json.size()));
-    out.close();
-    if (!out) {
-      std::error_code ignored;
-      std::filesystem::remove(temp, ignored);
-      showError(tr("Could not export the trace to %1").arg(path),
-                tr("Writing %1 failed.").arg(QString::fromStdString(temp.string())));
-      return false;
-    }
+bool MainWindow::openSessionReport(const QString& path) {
+  SessionRecording recording;
+  try {
+    recording = load_session_sqlite(std::filesystem::path(path.toStdString()));
+  } catch (const std::exception& e) {
+    showError(tr("Could not open the session report %1").arg(path), QString::fromUtf8(e.what()));
+    return false;
   }
-  std::error_code ec;
-  std::filesystem::rename(temp, target, ec);
-  if (ec) {
-    std::filesystem::remove(temp, ec);
-    showError(tr("Could not export the trace to %1").arg(path),
-              QString::fromStdString(ec.message()));
+  auto* window = new ReportWindow(recording, path, this);
+  window->show();
+  if (options_.restore_layout) add_recent_report(path);
+  statusBar()->showMessage(tr("Opened the session report %1").arg(path), 5000);
+  return true;
+}
+
+void MainWindow::rebuildRecentReports() {
+  recent_reports_menu_->clear();
+  const QStringList reports = recent_reports();
+  for (const QString& path : reports)
+    recent_reports_menu_->addAction(path, this, [this, path] { openSessionReport(path); });
+  if (!reports.isEmpty()) {
+    recent_reports_menu_->addSeparator();
+    recent_reports_menu_->addAction(tr("Clear the List"), this, [] { clear_recent_reports(); });
+  }
+  recent_reports_menu_->setEnabled(!reports.isEmpty());
+}
+
+bool MainWindow::exportTrace(const QString& path) {
+  try {
+    const std::filesystem::path target(path.toStdString());
+    OutputGuard guard;
+    guard.output(target, "trace", "Chrome trace", [](const std::filesystem::path& p) {
+      return is_json_object_with_keys(p, {"traceEvents"});
+    });
+    guard.check();
+    // Written whole to a temporary sibling, fsync'd and renamed, like the SQLite report.
+    write_file_atomically(target, chrome_trace_json(worker_->recordingSnapshot()), "trace");
+  } catch (const std::exception& e) {
+    showError(tr("Could not export the trace to %1").arg(path), QString::fromUtf8(e.what()));
     return false;
   }
   statusBar()->showMessage(tr("Trace written to %1").arg(path), 5000);
@@ -495,6 +623,55 @@ void MainWindow::closeEvent(QCloseEvent* event) {
   worker_->requestStop();
   if (options_.restore_layout) saveSettings();
   QMainWindow::closeEvent(event);
+}
+
+void MainWindow::rememberSession(const ModelInfo& info) {
+  remember_model(opening_default_model_ ? QString() : info.path);
+  remember_backend(options_.backend);
+  remember_kv_budget(options_.kv_budget_bytes);
+}
+
+void MainWindow::showWelcome() {
+  auto* dock = findChild<QDockWidget*>(QStringLiteral("dock_welcome"));
+  dock->show();
+  dock->raise();
+}
+
+void MainWindow::fitWelcome() {
+  // A strip as tall as its text: the panels below keep the room.
+  auto* dock = findChild<QDockWidget*>(QStringLiteral("dock_welcome"));
+  const int width = welcome_->width() > 0 ? welcome_->width() : this->width();
+  const int content = welcome_->hasHeightForWidth() ? welcome_->heightForWidth(width)
+                                                    : welcome_->sizeHint().height();
+  const int title = dock->height() - welcome_->height();
+  resizeDocks({dock}, {content + std::max(title, 0)}, Qt::Vertical);
+}
+
+void MainWindow::updateWelcome() { welcome_->setBusy(!model_loaded_ || busy_ || run_in_flight_); }
+
+void MainWindow::askSampleQuestion() {
+  if (!prepareDemoPrompt()) {
+    showError(tr("Cannot ask a sample question"),
+              tr("The corpus has no sample questions, or BM25 found no passage for the first one. "
+                 "Use File ▸ Open Sample Corpus."));
+    return;
+  }
+  // A cold run: every policy starts from an empty pool of its own.
+  QMetaObject::invokeMethod(worker_, &EngineWorker::clearCache, Qt::QueuedConnection);
+  if (startRun()) welcome_step_ = WelcomeStep::Ask;
+}
+
+void MainWindow::reorderAndRerun() {
+  if (corpus_->selectedModel()->rowCount() < 2) {
+    showError(tr("Cannot reorder"), tr("Put at least two documents into the prompt first."));
+    return;
+  }
+  corpus_->selectedModel()->reverse();
+  if (startRun()) welcome_step_ = WelcomeStep::Reorder;
+}
+
+void MainWindow::showShortcuts() {
+  QMessageBox::information(this, tr("Keyboard shortcuts"), shortcut_table_html(menuBar()));
 }
 
 void MainWindow::restoreSettings() {

@@ -2,11 +2,13 @@
 // The workbench window: panels in dock widgets, the engine on a worker thread, menus, status bar.
 #include <QMainWindow>
 #include <QThread>
+#include <vector>
 
 #include "app/workbench/command_line.h"
 #include "app/workbench/workbench_types.h"
 
 class QLabel;
+class QMenu;
 class QProgressDialog;
 
 namespace lazyscope::workbench {
@@ -18,6 +20,7 @@ class EngineWorker;
 class EquivalenceView;
 class PromptPanel;
 class TimelineView;
+class WelcomePage;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -44,6 +47,9 @@ class MainWindow : public QMainWindow {
   // Chrome/Perfetto trace JSON. False after showing the error.
   bool exportSessionReport(const QString& path);
   bool exportTrace(const QString& path);
+  // Shows a saved report's timeline and cache statistics (until the next run); false after
+  // showing the error. Opened and exported reports are listed under File ▸ Recent Reports.
+  bool openSessionReport(const QString& path);
   // Reloads the timeline from the recorder (done after every finished request).
   void refreshTimeline();
   // Fills the prompt from the first sample question and its BM25 top-4 (the --demo start).
@@ -56,6 +62,10 @@ class MainWindow : public QMainWindow {
   CacheStatsView* cacheStatsView() { return stats_; }
   TimelineView* timelineView() { return timeline_; }
   EngineWorker* worker() { return worker_; }
+  // "Start here" page (a dock): Ask a sample question, Reorder and re-run, Open a workload.
+  WelcomePage* welcomePage() { return welcome_; }
+  // Help ▸ Welcome: shows and raises the welcome page.
+  void showWelcome();
 
  Q_SIGNALS:
   void modelReady(const lazyscope::workbench::ModelInfo& info);
@@ -82,6 +92,13 @@ class MainWindow : public QMainWindow {
   void saveSettings();
   void showQuickGuide();
   void showAbout();
+  void showShortcuts();
+  void askSampleQuestion();
+  void reorderAndRerun();
+  void updateWelcome();
+  void fitWelcome();
+  void rebuildRecentReports();
+  void rememberSession(const ModelInfo& info);
 
   WorkbenchOptions options_;
   QThread worker_thread_;
@@ -96,6 +113,13 @@ class MainWindow : public QMainWindow {
   QLabel* pool_label_ = nullptr;
   QLabel* activity_label_ = nullptr;
   QProgressDialog* progress_ = nullptr;
+  WelcomePage* welcome_ = nullptr;
+  QMenu* recent_reports_menu_ = nullptr;
+  enum class WelcomeStep { None, Ask, Reorder };
+  WelcomeStep welcome_step_ = WelcomeStep::None;    // the welcome button whose run is in flight
+  std::vector<RequestFinishedEvent> run_requests_;  // requests of the plan in flight
+  bool opening_default_model_ = false;
+  bool viewing_report_ = false;
   ModelInfo model_info_;
   bool model_loaded_ = false;
   bool busy_ = false;

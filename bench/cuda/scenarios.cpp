@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "engine/runtime/equivalence.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/gemv.h"
@@ -185,6 +186,7 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
   // Logits: a first pass (captures, and every step's logits for the comparisons below), then the timed one.
   std::vector<std::vector<float>> default_logits;
   time_decode(backend, prompt, DecodeMode::Logits, decode_steps, &logits_tokens, nullptr, &default_logits);
+  const std::vector<int32_t> default_logit_tokens = logits_tokens;
   logits_tokens.clear();
   result.logits_ms = time_decode(backend, prompt, DecodeMode::Logits, decode_steps, &logits_tokens);
 
@@ -221,28 +223,16 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
       time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &tokens, &out.device_ms);  // captures
       tokens.clear();
       out.ms = time_decode(backend, prompt, DecodeMode::GreedyGraph, decode_steps, &tokens);
-      const auto mismatch = std::mismatch(tokens.begin(), tokens.end(), graph_tokens.begin(), graph_tokens.end());
-      out.first_difference = mismatch.first == tokens.end() ? -1 : int(mismatch.first - tokens.begin());
-      const int k = out.first_difference;
-      if (k >= 0 && k < int(default_logits.size())) {
-        // The variant's logits at that step (same tokens before it): margins and the largest |Δlogit|.
-        // Token and logits indices count the 3 warm-up steps too (0 = the first step after the prompt).
-        std::vector<std::vector<float>> variant_logits;
-        std::vector<int32_t> variant_tokens;
-        time_decode(backend, prompt, DecodeMode::Logits, std::max(1, k - 2), &variant_tokens, nullptr,
-                    &variant_logits);
-        const std::vector<float>& a = default_logits[k];
-        const std::vector<float>& b = variant_logits.at(k);
-        auto top2_gap = [](std::vector<float> v) {
-          std::partial_sort(v.begin(), v.begin() + 2, v.end(), std::greater<float>());
-          return double(v[0]) - double(v[1]);
-        };
-        out.default_gap = top2_gap(a);
-        out.variant_gap = top2_gap(b);
-        for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
-          out.max_logit_delta = std::max(out.max_logit_delta, std::fabs(double(a[i]) - double(b[i])));
-        }
-      }
+      // The variant's logits at every step (a pass of its own, not the timed one), judged by the rule.
+      std::vector<std::vector<float>> variant_logits;
+      std::vector<int32_t> variant_tokens;
+      time_decode(backend, prompt, DecodeMode::Logits, decode_steps, &variant_tokens, nullptr, &variant_logits);
+      const EquivalenceResult same = compare_greedy_runs(default_logits, default_logit_tokens, variant_logits,
+                                                         variant_tokens, logit_tolerance_for("cuda"));
+      out.verdict = to_string(same.verdict);
+      out.first_difference = same.first_divergent_step;
+      out.max_logit_delta = same.max_abs_diff;
+      out.explanation = same.explanation;
     } catch (const Error& e) {
       std::fprintf(stderr, "decode variant '%s' failed: %s\n", v.name, e.what());
       cudaGetLastError();
@@ -463,37 +453,49 @@ std::vector<BatchedDecodeRow> measure_batched_decode(const std::string& model, i
   backend.synchronize();
   std::vector<BatchedDecodeRow> rows;
   for (int batch : batch_sizes) {
-    // Every batch size decodes from the same prompts (rewriting the same slots).
-    std::vector<std::vector<BlockRef>> tables(prompt_tables.begin(), prompt_tables.begin() + batch);
-    std::vector<int> length(prompt_tokens.begin(), prompt_tokens.begin() + batch);
-    std::vector<int32_t> next(batch), tokens(batch), positions(batch), slots(batch);
-    for (int i = 0; i < batch; ++i) next[i] = int32_t((7 * i + 1) % shape.vocab_size);
-    std::vector<ForwardStep> steps(batch);
-    double kv_keys = 0.0;
-    auto step_once = [&] {
-      for (int i = 0; i < batch; ++i) {
-        const int offset = length[i];
-        const int slot = first_block[i] * kBlock + offset;
-        if (offset % kBlock == 0) tables[i].push_back(BlockRef{first_block[i] + offset / kBlock, 0, 0});
-        tables[i].back().valid += 1;
-        tokens[i] = next[i];
-        positions[i] = offset;
-        slots[i] = slot;
-        steps[i] = ForwardStep{std::span<const int32_t>(&tokens[i], 1), std::span<const int32_t>(&positions[i], 1),
-                               std::span<const int32_t>(&slots[i], 1), tables[i], false, false};
-        kv_keys += offset + 1;
-        ++length[i];
-      }
-      backend.forward_batch_greedy(steps, next);
-    };
-    for (int i = 0; i < kWarmup; ++i) step_once();
-    kv_keys = 0.0;
-    const auto start = Clock::now();
-    for (int i = 0; i < decode_steps; ++i) step_once();
     BatchedDecodeRow row;
     row.batch = batch;
-    row.ms_per_step = ms_since(start) / decode_steps;
-    row.kv_bytes = kv_keys / decode_steps * kv_bytes_per_token(shape);
+    for (bool lazy : {false, true}) {
+      // Every batch size and variant decodes from the same prompts (rewriting the same slots).
+      std::vector<std::vector<BlockRef>> tables(prompt_tables.begin(), prompt_tables.begin() + batch);
+      if (lazy) {
+        for (int i = 0; i < batch; ++i) {
+          for (std::size_t b = tables[i].size() / 2; b < tables[i].size(); ++b) tables[i][b].shift = 17 * (i + 1);
+        }
+      }
+      std::vector<int> length(prompt_tokens.begin(), prompt_tokens.begin() + batch);
+      std::vector<int32_t> next(batch), tokens(batch), positions(batch), slots(batch);
+      for (int i = 0; i < batch; ++i) next[i] = int32_t((7 * i + 1) % shape.vocab_size);
+      std::vector<ForwardStep> steps(batch);
+      double kv_keys = 0.0;
+      auto step_once = [&] {
+        for (int i = 0; i < batch; ++i) {
+          const int offset = length[i];
+          const int slot = first_block[i] * kBlock + offset;
+          if (offset % kBlock == 0) tables[i].push_back(BlockRef{first_block[i] + offset / kBlock, 0, 0});
+          tables[i].back().valid += 1;
+          tokens[i] = next[i];
+          positions[i] = offset;
+          slots[i] = slot;
+          steps[i] = ForwardStep{std::span<const int32_t>(&tokens[i], 1), std::span<const int32_t>(&positions[i], 1),
+                                 std::span<const int32_t>(&slots[i], 1), tables[i], lazy, false};
+          kv_keys += offset + 1;
+          ++length[i];
+        }
+        backend.forward_batch_greedy(steps, next);
+      };
+      for (int i = 0; i < kWarmup; ++i) step_once();
+      kv_keys = 0.0;
+      const auto start = Clock::now();
+      for (int i = 0; i < decode_steps; ++i) step_once();
+      const double ms = ms_since(start) / decode_steps;
+      if (lazy) {
+        row.lazy_ms_per_step = ms;
+      } else {
+        row.ms_per_step = ms;
+        row.kv_bytes = kv_keys / decode_steps * kv_bytes_per_token(shape);
+      }
+    }
     rows.push_back(row);
   }
   return rows;

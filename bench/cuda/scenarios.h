@@ -15,14 +15,15 @@ double kv_bytes_per_token(const ModelShape& shape);
 
 struct DecodeVariant {
   std::string name;
-  double ms = 0;              // wall ms/token (0: the variant failed, see stderr)
-  double device_ms = 0;       // median GPU-event time of a step
-  int first_difference = -1;  // first decode step (0 = right after the prompt, warm-up steps included)
-                              // whose token differs from the default graph run (-1: none)
-  // At that step: both runs' top-1 minus top-2 logit and the largest |Δlogit| between them. A flip
-  // is a near-tie (rounding) when both margins are within that |Δlogit| (generate --compare's rule).
-  double default_gap = 0, variant_gap = 0, max_logit_delta = 0;
-  bool near_tie() const { return default_gap <= max_logit_delta && variant_gap <= max_logit_delta; }
+  double ms = 0;         // wall ms/token (0: the variant failed, see stderr)
+  double device_ms = 0;  // median GPU-event time of a step
+  // Against the default run by the engine's one equivalence rule (engine/runtime/equivalence.h):
+  // every step's logits (0 = the first step after the prompt, warm-up steps included) while the
+  // greedy tokens agree; at the first flip, a near-tie (within the backend's rounding) or not.
+  std::string verdict;         // "identical", "near-tie" or "different" (empty: not compared)
+  int first_difference = -1;   // the first step whose greedy token differs (-1: none)
+  double max_logit_delta = 0;  // the largest |Δlogit| over the compared steps
+  std::string explanation;     // the rule's sentence
 };
 
 // Batch-1 greedy decode after a prompt; every mode starts from the same prompt and first token.
@@ -54,6 +55,9 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
 struct BatchedDecodeRow {
   int batch = 0;
   double ms_per_step = 0;
+  // The same steps with lazy attention, each prompt's second half of blocks at a shift (three
+  // shift runs a sequence: 0, the shift, 0 for the decoded tokens).
+  double lazy_ms_per_step = 0;
   double kv_bytes = 0;  // K/V bytes the batch's attention reads in a step (mean over the steps)
   double tokens_per_second() const { return ms_per_step > 0 ? 1000.0 * batch / ms_per_step : 0.0; }
 };

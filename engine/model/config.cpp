@@ -145,7 +145,7 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   json j;
   try {
     j = json::parse(json_text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     fail(src, std::string("not valid JSON: ") + e.what());
   }
   if (!j.is_object()) fail(src, "top level must be a JSON object");

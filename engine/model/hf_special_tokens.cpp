@@ -22,7 +22,7 @@ json read_optional_json(const std::filesystem::path& path) {
   json j;
   try {
     j = json::parse(text.str());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     throw Error(path.string() + ": not valid JSON: " + e.what());
   }
   if (!j.is_object()) throw Error(path.string() + ": top level must be a JSON object");

@@ -160,7 +160,7 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : path_(path
     json j;
     try {
       j = json::parse(header, header + header_len);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
       throw Error(file + ": header is not valid JSON: " + e.what());
     }
     if (!j.is_object()) throw Error(file + ": header must be a JSON object");
@@ -315,7 +315,7 @@ SafetensorsCheckpoint SafetensorsCheckpoint::open_index(const std::filesystem::p
   json j;
   try {
     j = json::parse(ckpt.index_text_);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     throw Error(src + ": not valid JSON: " + e.what());
   }
   if (!j.is_object()) throw Error(src + ": top level must be a JSON object");

@@ -1,9 +1,8 @@
 #include "engine/runtime/default_model.h"
 
-#include <unistd.h>
-
 #include "engine/model/model_registry.h"
 #include "engine/model/presets.h"
+#include "base/atomic_file.h"
 #include "base/data_dir.h"
 #include "base/error.h"
 
@@ -13,9 +12,11 @@ namespace {
 std::filesystem::path generated_preset(const std::string& name, const ProgressFn& progress) {
   const std::filesystem::path dir = model_cache_dir() / ("lazyscope-" + name);
   if (std::filesystem::exists(dir / "config.json") && std::filesystem::exists(dir / "tokenizer.json")) return dir;
-  // Write next to it and rename, so an interrupted first start never leaves half a model.
-  const std::filesystem::path tmp = dir.string() + ".tmp" + std::to_string(getpid());
-  std::filesystem::create_directories(tmp.parent_path());
+  // Write next to it and rename, so an interrupted first start never leaves half a model; what a
+  // killed first start left behind is removed here.
+  std::filesystem::create_directories(dir.parent_path());
+  remove_orphaned_temporaries(dir);
+  const std::filesystem::path tmp = temporary_sibling(dir);
   CheckpointWriteOptions options;
   options.text_dir = data_path("text", "LAZYSCOPE_TEXT_DIR");
   write_model_checkpoint(find_model_preset(name), 7, tmp, options, progress);

@@ -46,7 +46,7 @@ Request parse_request_json(const std::string& json_text, const std::string& sour
   json j;
   try {
     j = json::parse(json_text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     fail(source, std::string("not valid JSON: ") + e.what());
   }
   if (!j.is_object()) fail(source, "the request must be a JSON object");

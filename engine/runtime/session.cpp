@@ -5,8 +5,10 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "base/error.h"
+#include "base/limits.h"
 #include "engine/kv/cache_manager.h"
 #include "engine/model/model_loader.h"
 #include "kernels/synthetic_shapes.h"
@@ -98,7 +100,7 @@ struct Session::Impl {
   const PolicyPool& pool(Policy policy) const { return const_cast<Impl*>(this)->pool(policy); }
   mutable std::mutex stats_mutex;
   std::map<Policy, CacheStats> cumulative;
-  std::unique_ptr<DeviceTracer> tracer;  // after `backend`: flushed before the backend goes
+  std::unique_ptr<DeviceTracer> tracer;  // after `backend`: flushed before the backend goes; never null
   std::string trace_note;                // why there is no device trace, when one was asked for
 };
 
@@ -109,6 +111,8 @@ Session::Session(const SessionOptions& options, EventSink* sink, const ProgressF
     impl_->synthetic = true;
     impl_->model.config.shape = synthetic_shape(options.synthetic);
     impl_->model.config.name = "synthetic " + options.synthetic;
+    // Random weights have no trained context; allow what the largest real shape (Llama 3.1) has.
+    impl_->model.config.max_position_embeddings = 131072;
     impl_->model.identity = "synthetic:" + options.synthetic + ":" + std::to_string(options.synthetic_seed);
     impl_->backend = make_backend_for(options.backend, impl_->model.config.shape, options.cpu_threads, &impl_->note,
                                                options.cpu_precision);
@@ -167,6 +171,8 @@ Session::Session(const SessionOptions& options, EventSink* sink, const ProgressF
       impl_->tracer = make_device_tracer(&impl_->trace_note);
     }
   }
+  // Without a device trace the engine's ranges still reach NVTX and the report.
+  if (!impl_->tracer) impl_->tracer = std::make_unique<HostRangeTracer>();
   if (progress) progress(1.0, "ready");
 }
 
@@ -215,10 +221,21 @@ RunResult Session::submit(const Request& request, const RunOptions& options, con
 RunResult Session::submit(const PreparedRequest& prepared, const RunOptions& options, const TokenCallback& on_token) {
   Impl& im = *impl_;
   const Clock::time_point t0 = Clock::now();
+  std::optional<DeviceRange> request_range(std::in_place, im.tracer.get(), std::string("request (") + to_string(options.policy) + ")");
   const PromptLayout& layout = prepared.layout;
   PolicyPool& pool = im.pool(options.policy);
   KvCacheManager& cache = *pool.cache;
   const int block_size = cache.block_size();
+  // Positions past the model's context were never trained: refuse the prompt before any work,
+  // and stop generating where the context ends.
+  const int64_t context = im.model.config.max_position_embeddings;
+  if (layout.total_tokens() > context) {
+    throw Error("the prompt is " + std::to_string(layout.total_tokens()) +
+                " tokens; the model's context (max_position_embeddings) holds " + std::to_string(context));
+  }
+  const int64_t requested_new = options.max_new_tokens >= 0 ? options.max_new_tokens : prepared.max_new_tokens;
+  check_range<int64_t>("max_new_tokens", requested_new, 0, limits::kMaxNewTokens);
+  const int max_new = int(std::min<int64_t>(requested_new, context - layout.total_tokens()));
   RequestPlan plan = cache.plan(layout, options.mode, options.policy);
 
   RunResult result;
@@ -227,7 +244,6 @@ RunResult Session::submit(const PreparedRequest& prepared, const RunOptions& opt
   result.backend = im.backend->name();
   result.prompt_tokens = layout.total_tokens();
   result.prompt_ids = prompt_ids(layout);
-  const int max_new = options.max_new_tokens >= 0 ? options.max_new_tokens : prepared.max_new_tokens;
   auto cancelled = [&] { return options.cancel && options.cancel->load(); };
   try {
     for (const Placement& p : plan.placements) {
@@ -354,10 +370,9 @@ RunResult Session::submit(const PreparedRequest& prepared, const RunOptions& opt
   done.decode_ms_per_token = result.decode_ms_per_token;
   done.stats = plan.stats;
   done.cancelled = result.cancelled;
-  if (im.tracer) {
-    const std::vector<DeviceSpan> spans = im.tracer->drain();
-    if (im.sink) im.sink->on_device_spans(spans);
-  }
+  request_range.reset();
+  const DeviceActivity activity = im.tracer->drain();
+  if (im.sink) im.sink->on_device_activity(activity);
   if (im.sink) im.sink->on_request_finished(done);
   return result;
 }

@@ -44,7 +44,7 @@ struct SessionOptions {
   int block_size = 16;
   int cpu_threads = 0;                   // 0 = all cores
   CpuPrecision cpu_precision = CpuPrecision::Fast;  // CPU backend: fast kernels or the exact fp32 reference
-  bool trace_device = false;             // CUPTI kernel trace + NVTX ranges (CUDA backend only)
+  bool trace_device = false;             // CUPTI device trace (CUDA backend only); NVTX ranges are always on
 };
 
 struct RunOptions {

@@ -227,7 +227,7 @@ Tokenizer Tokenizer::from_json(std::string_view json_text, const std::string& so
   json root;
   try {
     root = json::parse(json_text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     throw Error(source_name + ": invalid JSON: " + e.what());
   }
   if (!root.is_object()) throw Error(source_name + ": top level is not a JSON object");

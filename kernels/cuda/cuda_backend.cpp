@@ -45,6 +45,10 @@ CudaBackend::CudaBackend(const CudaTuning& tuning) : tuning_(tuning) {
   LAZYSCOPE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   LAZYSCOPE_CUBLAS_CHECK(cublasCreate(&cublas_));
   LAZYSCOPE_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+  // A workspace of our own (32 MiB, cuBLAS's size for Hopper), so that a captured batched decode
+  // step never asks cuBLAS to allocate.
+  cublas_workspace_.resize(std::size_t(32) << 20);
+  LAZYSCOPE_CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_.as<void>(), cublas_workspace_.bytes()));
   sm_count_ = device_sm_count();
   for (cudaEvent_t& event : meta_uploaded_) {
     LAZYSCOPE_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));

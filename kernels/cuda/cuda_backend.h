@@ -1,11 +1,12 @@
 #pragma once
 // The CUDA backend: the Llama forward in bf16 (fp32 residual stream) with cuBLAS GEMMs (GEMVs at
 // one token), the lazy/plain paged attention kernels and a bf16 KV pool. One stream; a step
-// synchronises only to read logits or the greedy tokens back. A one-token step of one sequence is
-// replayed from a CUDA graph captured once per launch signature (splits, lazy, output): every
-// per-step value (token, position, slot, block table) is read by the kernels from one device
-// metadata buffer. A batched decode step runs N sequences' tokens through the same GEMMs (N rows)
-// and one paged decode-attention launch, each sequence with its own block table and shifts.
+// synchronises only to read logits or the greedy tokens back. A one-token step is replayed from a
+// CUDA graph captured once per launch signature (batch size, splits, lazy, output): every per-step
+// value (tokens, positions, slots, block tables) is read by the kernels from one device metadata
+// buffer in a layout fixed by the batch size. A batched decode step runs N sequences' tokens
+// through the same GEMMs (N rows, cuBLAS) and one paged decode-attention launch, each sequence
+// with its own block table and shifts.
 //
 // The code is split by concern: cuda_backend.cpp (construction, weights, pool, block copies),
 // cuda_step.cpp (entry points, step workspace and metadata, GEMM, LM head), cuda_decode_step.cpp
@@ -95,9 +96,12 @@ class CudaBackend final : public Backend {
   // cuda_decode_step.cpp
   void run_decode(const ForwardStep& step, StepOutput output);
   void run_decode_batch(std::span<const ForwardStep> steps, StepOutput output);
-  // The one-token forward of `batch` sequences (the body a graph captures at batch 1).
+  // The one-token forward of `batch` sequences (the body a graph captures).
   void enqueue_decode(const DecodeMeta& meta, int batch, int splits, bool lazy, int max_entries, StepOutput output);
   int decode_splits(int batch, int max_entries) const;
+  // Runs enqueue_decode from the graph of its launch signature (captured on first use), or
+  // straight on the stream when graphs are off.
+  void launch_decode(const DecodeMeta& meta, int batch, int splits, bool lazy, int max_entries, StepOutput output);
   // cuda_prefill_step.cpp
   void run_prefill(const ForwardStep& step, int total_keys, StepOutput output);
 
@@ -128,9 +132,10 @@ class CudaBackend final : public Backend {
   GemvContext gemv_;
   DeviceBuffer device_tokens_, argmax_scratch_;
   PinnedBuffer host_logits_, host_tokens_;
-  // Instantiated decode graphs by (splits, lazy, output); they bake in every buffer address, so
-  // any reallocation clears them.
-  std::map<std::tuple<int, bool, int>, cudaGraphExec_t> graphs_;
+  // Instantiated decode graphs by (batch, splits, lazy, output); they bake in every buffer
+  // address, so any reallocation clears them.
+  std::map<std::tuple<int, int, bool, int>, cudaGraphExec_t> graphs_;
+  DeviceBuffer cublas_workspace_;  // cuBLAS's workspace, ours so that graph capture never allocates
   bool gemv_ok_ = false;  // every decode GEMM can take the GEMV path (hidden, q and mlp widths % 8)
   int graph_captures_ = 0, graph_replays_ = 0;
 };

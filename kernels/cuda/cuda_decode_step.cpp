@@ -1,6 +1,6 @@
-// One-token steps: a single sequence (fixed metadata layout, replayed from CUDA graphs) and a
-// batch of sequences (continuous batching: the GEMMs over N rows, one decode-attention launch,
-// each sequence with its own block table and shifts).
+// One-token steps: a single sequence and a batch of sequences (continuous batching: the GEMMs over
+// N rows, one decode-attention launch, each sequence with its own block table and shifts), each
+// in a metadata layout fixed by the batch size and replayed from CUDA graphs.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -50,18 +50,27 @@ void CudaBackend::run_decode(const ForwardStep& step, StepOutput output) {
   where.offsets = reinterpret_cast<const int32_t*>(device_meta + kDecodeOffsetsAt);
   where.entries = reinterpret_cast<const KvEntry*>(device_meta + kDecodeEntriesAt);
 
-  // Graphs need every GEMM on the GEMV path (cuBLAS would be captured with its own choices).
-  if (!tuning_.graphs || !gemv_ok_) {
-    enqueue_decode(where, 1, splits, step.lazy_rotation, count, output);
+  launch_decode(where, 1, splits, step.lazy_rotation, count, output);
+}
+
+void CudaBackend::launch_decode(const DecodeMeta& meta, int batch, int splits, bool lazy, int max_entries,
+                                StepOutput output) {
+  // At batch 1 every GEMM must take the GEMV path to be captured (widths % 8); at batch > 1
+  // cuBLAS is captured with the choices it makes for that shape on the stream.
+  if (!tuning_.graphs || (batch == 1 && !gemv_ok_)) {
+    enqueue_decode(meta, batch, splits, lazy, max_entries, output);
     return;
   }
-  const auto key_of_graph = std::make_tuple(splits, step.lazy_rotation, int(output));
+  const auto key_of_graph = std::make_tuple(batch, splits, lazy, int(output));
   auto found = graphs_.find(key_of_graph);
   if (found == graphs_.end()) {
+    // Continuous batching meets many batch sizes: keep the cache bounded (recaptured on demand).
+    constexpr std::size_t kMaxGraphs = 64;
+    if (graphs_.size() >= kMaxGraphs) invalidate_graphs();
     cudaGraph_t graph = nullptr;
     LAZYSCOPE_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     try {
-      enqueue_decode(where, 1, splits, step.lazy_rotation, count, output);
+      enqueue_decode(meta, batch, splits, lazy, max_entries, output);
     } catch (...) {
       cudaGraph_t partial = nullptr;
       cudaStreamEndCapture(stream_, &partial);
@@ -99,7 +108,8 @@ void CudaBackend::run_decode_batch(std::span<const ForwardStep> steps, StepOutpu
   }
   const int splits = decode_splits(batch, max_entries);
   ensure_workspace(batch, batch * shape_.num_heads * splits, batch);
-  // [tokens][positions][slots][entry offsets, batch + 1][entries], each at a 16-byte boundary.
+  // [tokens][positions][slots][entry offsets, batch + 1][entries], each at a 16-byte boundary:
+  // where each part starts depends on the batch size alone (a graph's addresses).
   const std::size_t tokens_at = 0;
   const std::size_t positions_at = align16(tokens_at + batch * sizeof(int32_t));
   const std::size_t slots_at = align16(positions_at + batch * sizeof(int32_t));
@@ -130,7 +140,7 @@ void CudaBackend::run_decode_batch(std::span<const ForwardStep> steps, StepOutpu
   where.slots = reinterpret_cast<const int32_t*>(device_meta + slots_at);
   where.offsets = reinterpret_cast<const int32_t*>(device_meta + offsets_at);
   where.entries = reinterpret_cast<const KvEntry*>(device_meta + entries_at);
-  enqueue_decode(where, batch, splits, lazy, max_entries, output);
+  launch_decode(where, batch, splits, lazy, max_entries, output);
 }
 
 void CudaBackend::enqueue_decode(const DecodeMeta& meta, int batch, int splits, bool lazy, int max_entries,

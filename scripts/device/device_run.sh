@@ -5,6 +5,8 @@
 #   sanitize  compute-sanitizer memcheck and racecheck on a subset of the kernel tests
 #   bench     bench_cuda_attention and bench_cuda_end_to_end
 #   batched   bench_cuda_end_to_end --batched: decode tokens/s by batch size against the weight + K/V bound
+#   ttft      bench_cuda_end_to_end --ttft: the cached-RAG TTFT table alone
+#   model     bench_cuda_end_to_end --model ${MODEL:-llama-3.2-1b}: one model's decode row and variants
 #   context   batch-1 decode of llama-3.1-8b at a 10K-token context: the benchmark's greedy and logits
 #             paths, and generate --synthetic llama-3.1-8b with and without logits kept (--dump-logits)
 #   peers     bench/peers_sdpa.py (PyTorch SDPA flash / cuDNN on the same shapes)
@@ -16,7 +18,7 @@
 set -o pipefail
 steps=" $* "
 [ "$steps" = "  " ] && steps=" all "
-[[ "$steps" == *" all "* ]] && steps=" tests sanitize bench batched context peers profile trace "
+[[ "$steps" == *" all "* ]] && steps=" tests sanitize bench batched context peers profile trace "  # bench covers ttft and model
 has() { [[ "$steps" == *" $1 "* ]]; }
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -61,6 +63,12 @@ if has bench; then
 fi
 if has batched && ! has bench; then
   timeout 150 $B/bench/bench_cuda_end_to_end --batched 2>&1 | tee "$OUT/bench_batched.md"
+fi
+if has ttft && ! has bench; then
+  timeout 120 $B/bench/bench_cuda_end_to_end --ttft 2>&1 | tee "$OUT/bench_ttft.md"
+fi
+if has model && ! has bench; then
+  timeout 120 $B/bench/bench_cuda_end_to_end --model "${MODEL:-llama-3.2-1b}" 2>&1 | tee "$OUT/bench_model.md"
 fi
 if has context; then
   timeout 120 $B/bench/bench_cuda_end_to_end --decode-context 10240 2>&1 | tee "$OUT/decode_context.md"

@@ -14,7 +14,7 @@ OUT=${OUT:-/tmp/out}
 B=${BUILD:-build-sanitize}
 limit=${SANITIZE_TIMEOUT:-900}
 # CUPTI (the device-trace tests) and compute-sanitizer both attach to the driver's callbacks; those
-# tests run unsanitized in kernels/cuda/device_run.sh.
+# tests run unsanitized in scripts/device/device_run.sh.
 filter=${SANITIZE_FILTER:-*-DeviceTrace.*}
 mkdir -p "$OUT"
 export PATH=/usr/local/cuda/bin:$PATH

@@ -111,6 +111,23 @@ TEST(AtomicFile, OrphansOfDeadWritersAreRemovedOthersKept) {
   fs::remove_all(dir);
 }
 
+TEST(AtomicFile, OrphanedTemporaryFoldersAreRemovedWhole) {
+  const fs::path dir = fresh_dir("atomic-orphan-folder");
+  const fs::path target = dir / "model";
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ::waitpid(dead, nullptr, 0);
+  const fs::path orphan = dir / (".model.tmp-" + std::to_string(dead) + "-3");
+  fs::create_directories(orphan / "sub");
+  std::ofstream(orphan / "sub" / "weights.bin") << "half a checkpoint";
+  const fs::path fresh = temporary_sibling(target);
+  EXPECT_EQ(fresh.parent_path(), dir);
+  EXPECT_EQ(fresh.filename().string().rfind(".model.tmp-" + std::to_string(::getpid()) + "-", 0), 0u);
+  EXPECT_EQ(remove_orphaned_temporaries(target), 1);
+  EXPECT_FALSE(fs::exists(orphan));
+  fs::remove_all(dir);
+}
+
 // A writer process replaces the file again and again; SIGKILL at a random moment; the file must be
 // one whole version, and the next write must clean the killed writer's temporary up.
 TEST(AtomicFile, SurvivesSigkillAtRandomMoments) {

@@ -1,5 +1,7 @@
 #include "app/workbench/models/block_map_model.h"
 
+#include <QGuiApplication>
+#include <QPalette>
 #include <QSet>
 #include <algorithm>
 
@@ -212,6 +214,13 @@ bool BlockMapModel::isCopy(int block) const {
   const BlockCell& c = cell(block);
   const SegmentEntry* seg = segment(c.segment);
   return seg && seg->kind == SegmentKind::Copy;
+}
+
+QColor BlockMapModel::freeColor() {
+  const QPalette palette = QGuiApplication::palette();
+  const bool dark =
+      palette.color(QPalette::Window).lightness() < palette.color(QPalette::WindowText).lightness();
+  return dark ? QColor(58, 61, 67) : QColor(236, 238, 242);
 }
 
 QColor BlockMapModel::cellColor(int block) const {

@@ -85,7 +85,8 @@ class BlockMapModel : public QObject {
   qint64 nowMs() const { return clock_.elapsed(); }
   bool anyFlashing(qint64 now_ms) const;
 
-  static QColor freeColor() { return QColor(236, 238, 242); }
+  // A free block: a pale grey on a light palette, a dark one on a dark palette.
+  static QColor freeColor();
   static QColor flashColorFor(BlockAction action);
   QColor colorForLabel(const QString& label, SegmentKind kind);
 

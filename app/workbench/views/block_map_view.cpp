@@ -97,7 +97,7 @@ void BlockGrid::paintEvent(QPaintEvent* event) {
         p.setPen(BlockMapModel::flashColorFor(BlockAction::Copied));
         p.drawRect(cell.adjusted(0, 0, -1, -1));
       } else if (c.segment < 0) {
-        p.setPen(QColor(210, 213, 220));
+        p.setPen(palette().color(QPalette::Mid));
         p.drawRect(cell.adjusted(0, 0, -1, -1));
       }
       const QColor flash = model_->flashColor(block, now);
@@ -150,7 +150,7 @@ void BudgetBar::paintEvent(QPaintEvent*) {
                            .arg(in_use)
                            .arg(used - in_use)
                            .arg(format_bytes(bpb * model_->blockCount()));
-  p.setPen(Qt::black);
+  p.setPen(palette().color(QPalette::WindowText));
   p.drawText(bar.adjusted(6, 0, -6, 0), Qt::AlignVCenter | Qt::AlignLeft, text);
 }
 

@@ -38,6 +38,29 @@ void style_plot(QCustomPlot* plot, const QString& title, const QString& y_label)
   plot->setMinimumHeight(150);
 }
 
+// QCustomPlot paints white with black axes whatever the palette: give it the window's colours.
+void apply_palette(QCustomPlot* plot, const QPalette& palette) {
+  const QColor text = palette.color(QPalette::WindowText);
+  const QColor grid = palette.color(QPalette::Mid);
+  plot->setBackground(palette.brush(QPalette::Base));
+  for (QCPAxis* axis : {plot->xAxis, plot->yAxis}) {
+    axis->setBasePen(QPen(text));
+    axis->setTickPen(QPen(text));
+    axis->setSubTickPen(QPen(text));
+    axis->setLabelColor(text);
+    axis->setTickLabelColor(text);
+    axis->grid()->setPen(QPen(grid, 0, Qt::DotLine));
+  }
+  QColor legend = palette.color(QPalette::Base);
+  legend.setAlpha(210);
+  plot->legend->setBrush(legend);
+  plot->legend->setTextColor(text);
+  for (int i = 0; i < plot->plotLayout()->elementCount(); ++i)
+    if (auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->elementAt(i)))
+      title->setTextColor(text);
+  plot->replot();
+}
+
 }  // namespace
 
 QColor policy_color(const QString& key) {
@@ -57,6 +80,8 @@ CacheStatsView::CacheStatsView(QWidget* parent) : QWidget(parent) {
   bytes_ = new QCustomPlot(this);
   style_plot(hits_, tr("Hit ratio per run (solid: tokens, dashed: documents)"), tr("hit ratio %"));
   style_plot(bytes_, tr("KV bytes (solid: stored, dashed: copied)"), tr("MiB"));
+  apply_palette(hits_, palette());
+  apply_palette(bytes_, palette());
   totals_ = new QLabel(this);
   totals_->setWordWrap(true);
   layout->addWidget(hits_, 1);

@@ -255,4 +255,9 @@ void CorpusPanel::moveSelected(int delta) {
     selected_view_->setCurrentIndex(selected_.index(target));
 }
 
+void CorpusPanel::focusQuestion() {
+  question_->setFocus(Qt::ShortcutFocusReason);
+  question_->selectAll();
+}
+
 }  // namespace lazyscope::workbench

@@ -38,6 +38,8 @@ class CorpusPanel : public QWidget {
   // Runs BM25 for the question box and shows the hits.
   void search();
   void setQuestion(const QString& text);
+  // Puts the keyboard focus into the question box, its text selected (Edit ▸ Search).
+  void focusQuestion();
   // Puts the top `count` hits into the prompt, replacing what was there.
   void useTopHits(int count);
 

@@ -58,9 +58,11 @@ PromptPanel::PromptPanel(QWidget* parent) : QWidget(parent) {
          "system text, documents and query as typed"));
   auto* chat_row = new QHBoxLayout;
   chat_row->addWidget(chat_);
-  chat_row->addWidget(new QLabel(tr("<small>the engine prepares the prompt the same way for the "
-                                    "CLI and every policy column</small>"),
-                                 this));
+  auto* chat_note = new QLabel(tr("<small>the engine prepares the prompt the same way for the "
+                                  "CLI and every policy column</small>"),
+                               this);
+  chat_note->setWordWrap(true);  // never what makes the window wider than the screen
+  chat_row->addWidget(chat_note, 1);
   chat_row->addStretch();
   form->addRow(tr("Chat template:"), chat_row);
   layout->addLayout(form);
@@ -121,7 +123,7 @@ void PromptPanel::rebuildColumns() {
     mono.setPointSizeF(mono.pointSizeF() * 1.05);
     w.text->setFont(mono);
     w.status = new QLabel(box);
-    w.status->setStyleSheet(QStringLiteral("color:#444"));
+    w.status->setWordWrap(true);  // two columns of figures must not widen the window
     v->addWidget(w.title);
     v->addWidget(w.text, 1);
     v->addWidget(w.status);

@@ -140,4 +140,50 @@ TEST_F(OutputsNeverOverwrite, SessionTraceOverItsReportOrAForeignFile) {
   EXPECT_NE(read(trace).find("traceEvents"), std::string::npos);
 }
 
+TEST_F(OutputsNeverOverwrite, GenerateRecordOverItsRequestACorpusOrItsOwnDump) {
+  const fs::path store = dir_ / "corpus.db";
+  ASSERT_EQ(run("corpus import " + (dir_ / "passages.jsonl").string() + " --format jsonl --out " +
+                store.string())
+                .status,
+            0);
+  const fs::path request = dir_ / "r.json";
+  std::ofstream(request)
+      << R"({"prefix_ids":[1,2],"document_ids":[[5,6,7]],"query_ids":[8],"max_new_tokens":2})";
+  const std::string request_bytes = read(request), store_bytes = read(store);
+  const std::string generate =
+      "generate --synthetic tiny --backend cpu --request " + request.string();
+
+  Outcome o = run(generate + " --record " + request.string());
+  EXPECT_NE(o.status, 0) << o.output;
+  EXPECT_NE(o.output.find("--request input"), std::string::npos) << o.output;
+  o = run(generate + " --record " + store.string());
+  EXPECT_NE(o.status, 0) << o.output;
+  EXPECT_NE(o.output.find("not a session report"), std::string::npos) << o.output;
+  o = run(generate + " --record " + (dir_ / "x.json").string() + " --dump-logits " +
+          (dir_ / "x.json").string());
+  EXPECT_NE(o.status, 0) << o.output;
+  EXPECT_NE(o.output.find("give each output its own file"), std::string::npos) << o.output;
+  o = run(generate + " --dump-logits " + store.string());
+  EXPECT_NE(o.status, 0) << o.output;
+  EXPECT_NE(o.output.find("not a logits dump"), std::string::npos) << o.output;
+  EXPECT_EQ(read(request), request_bytes);
+  EXPECT_EQ(read(store), store_bytes);
+
+  // Our own kinds are replaced.
+  const fs::path report = dir_ / "s.db", dump = dir_ / "d.json";
+  for (int i = 0; i < 2; ++i) {
+    o = run(generate + " --record " + report.string() + " --dump-logits " + dump.string());
+    EXPECT_EQ(o.status, 0) << o.output;
+  }
+  EXPECT_NE(read(dump).find("step_logits"), std::string::npos);
+}
+
+TEST(BadOptions, GenerateOptionsHaveRanges) {
+  expect_refused("generate --synthetic tiny --request r.json --max-new-tokens 1000000000",
+                 "--max-new-tokens", "0..1000000");
+  expect_refused("generate --synthetic tiny --request r.json --block-size 0", "--block-size",
+                 "1..1024");
+  expect_refused("generate --synthetic tiny --request r.json --threads -2", "--threads", "0..4096");
+}
+
 }  // namespace

@@ -13,6 +13,7 @@
 #include "app/workbench/main_window.h"
 #include "app/workbench/models/document_list_model.h"
 #include "app/workbench/views/corpus_panel.h"
+#include "corpora/document_store.h"
 #include "corpora/sample_corpus.h"
 #include "workbench_test_support.h"
 
@@ -67,7 +68,8 @@ class BadInput : public ::testing::Test {
 
   // The tiny model with one of its files broken by `damage`.
   QString broken_model(const std::string& file, void (*damage)(const fs::path&)) {
-    const fs::path copy = fs::path(dir_.path().toStdString()) / ("broken-" + std::to_string(++copies_));
+    const fs::path copy =
+        fs::path(dir_.path().toStdString()) / ("broken-" + std::to_string(++copies_));
     fs::copy(testing::tiny_model_dir().toStdString(), copy, fs::copy_options::recursive);
     damage(copy / file);
     return QString::fromStdString(copy.string());
@@ -126,6 +128,34 @@ TEST_F(BadInput, BrokenCorpusShowsAnErrorAndTheOpenCorpusStays) {
     EXPECT_GT(window_->corpusPanel()->resultsModel()->rowCount(), 0);
   }
   EXPECT_TRUE(runs()) << window_->lastError().toStdString();
+}
+
+TEST_F(BadInput, ExportNeverReplacesAnotherKindOfFile) {
+  ASSERT_TRUE(runs()) << window_->lastError().toStdString();
+  const fs::path dir(dir_.path().toStdString());
+  const fs::path store = dir / "store.db";
+  fs::copy_file(corpora::default_sample_corpus_db(), store);
+  const auto store_size = fs::file_size(store);
+  const QString store_path = QString::fromStdString(store.string());
+  EXPECT_FALSE(window_->exportSessionReport(store_path));
+  EXPECT_TRUE(window_->lastError().contains("not a session report"))
+      << window_->lastError().toStdString();
+  EXPECT_TRUE(error_dialog_visible(*window_));
+  close_dialogs(*window_);
+  EXPECT_FALSE(window_->exportTrace(store_path));
+  EXPECT_TRUE(window_->lastError().contains("not a Chrome trace"))
+      << window_->lastError().toStdString();
+  close_dialogs(*window_);
+  EXPECT_EQ(fs::file_size(store), store_size);
+  EXPECT_NO_THROW(corpora::DocumentStore::open(store, corpora::DocumentStore::Mode::read_only));
+
+  // Its own kinds are replaced.
+  const QString report = QString::fromStdString((dir / "s.db").string());
+  const QString trace = QString::fromStdString((dir / "t.json").string());
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_TRUE(window_->exportSessionReport(report)) << window_->lastError().toStdString();
+    EXPECT_TRUE(window_->exportTrace(trace)) << window_->lastError().toStdString();
+  }
 }
 
 }  // namespace

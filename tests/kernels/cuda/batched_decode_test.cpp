@@ -3,6 +3,7 @@
 // tolerance, whatever its context, shifts and attention variant.
 #include <gtest/gtest.h>
 
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -168,6 +169,76 @@ TEST(BatchedDecodeErrorsTest, RefusesMultiTokenStepsSharedSlotsAndWrongOutputCou
   std::vector<float> logits;
   EXPECT_NO_THROW(gpu.forward_batch(pair, &logits));
   EXPECT_EQ(logits.size(), 2u * shape.vocab_size);
+}
+
+// Batched steps replayed from graphs (one per batch size, split count, variant and output) compute
+// what the same steps launched on the stream compute: over rounds whose batch changes (sequences
+// join and leave), tables cross blocks of 4 slots every few steps, and another sequence's prefill
+// grows the step buffers in the middle (the graphs must be dropped, not replayed stale).
+TEST(BatchedDecodeGraphTest, GraphStepsMatchStreamSteps) {
+  LAZYSCOPE_REQUIRE_GPU();
+  const ModelShape shape = tiny_shape(64);
+  HostWeights w = random_weights(shape, 17);
+  CudaBackend graph, stream(test::tuned([](CudaTuning& t) { t.graphs = false; }));
+  constexpr int kSmallBlock = 4, kSequences = 8, kOwnBlocks = 24;
+  for (CudaBackend* b : {&graph, &stream}) {
+    b->load(shape, w.view);
+    b->allocate_pool(kSequences * kOwnBlocks + 40, kSmallBlock);
+  }
+  std::vector<DecodingSequence> sequences(kSequences);
+  for (int i = 0; i < kSequences; ++i) {
+    DecodingSequence& s = sequences[i];
+    s.lazy = i % 3 == 2;
+    s.block_size = kSmallBlock;
+    s.first_block = i * kOwnBlocks;
+    const std::vector<int32_t> prompt = random_tokens(5 + 3 * i, shape.vocab_size, 300 + i);
+    std::vector<float> logits;
+    Segment own;
+    for (CudaBackend* backend : {&graph, &stream}) {
+      own = prefill(*backend, prompt, 0, s.first_block, kSmallBlock, {}, false, &logits);
+    }
+    s.table = own.blocks;
+    s.own_tokens = int(prompt.size());
+    s.next_position = int(prompt.size());
+    s.next_token = host_argmax(logits);
+  }
+  const int batch_of_round[] = {3, 3, 5, 5, 5, 2, 8, 8, 3, 3, 8, 8, 8, 5, 5, 5};
+  int compared = 0;
+  for (int round = 0; round < int(std::size(batch_of_round)); ++round) {
+    if (round == 9) {
+      // A longer prefill elsewhere in the pool grows both backends' step buffers.
+      const std::vector<int32_t> other = random_tokens(120, shape.vocab_size, 9);
+      for (CudaBackend* backend : {&graph, &stream}) {
+        prefill(*backend, other, 0, kSequences * kOwnBlocks, kSmallBlock, {}, false, nullptr);
+      }
+    }
+    const int batch = batch_of_round[round];
+    std::vector<ForwardStep> steps;
+    for (int i = 0; i < batch; ++i) steps.push_back(sequences[i].step());
+    std::vector<float> graph_logits, stream_logits;
+    std::vector<int32_t> graph_tokens(batch), stream_tokens(batch);
+    if (round % 2 == 0) {
+      graph.forward_batch(steps, &graph_logits);
+      stream.forward_batch(steps, &stream_logits);
+      ASSERT_EQ(graph_logits.size(), stream_logits.size());
+      EXPECT_LT(relative_error(graph_logits, stream_logits), 1e-5) << "round " << round << ", batch " << batch;
+      for (int i = 0; i < batch; ++i) {
+        const std::vector<float> row(stream_logits.begin() + std::size_t(i) * shape.vocab_size,
+                                     stream_logits.begin() + std::size_t(i + 1) * shape.vocab_size);
+        stream_tokens[i] = host_argmax(row);
+      }
+    } else {
+      graph.forward_batch_greedy(steps, graph_tokens);
+      stream.forward_batch_greedy(steps, stream_tokens);
+      EXPECT_EQ(graph_tokens, stream_tokens) << "round " << round << ", batch " << batch;
+    }
+    ++compared;
+    for (int i = 0; i < batch; ++i) sequences[i].advance(stream_tokens[i]);
+  }
+  EXPECT_EQ(compared, int(std::size(batch_of_round)));
+  EXPECT_GT(graph.graph_replays(), graph.graph_captures()) << "repeated batch sizes should replay their graphs";
+  EXPECT_GT(graph.graph_captures(), 0);
+  EXPECT_EQ(stream.graph_replays(), 0);
 }
 
 }  // namespace
