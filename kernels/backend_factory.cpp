@@ -2,6 +2,7 @@
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/device_trace.h"
+#include "kernels/overhead_probe.h"
 #include "base/error.h"
 #ifdef LAZYSCOPE_HAVE_CUDA
 #include "kernels/cuda_entry.h"
@@ -38,16 +39,31 @@ std::unique_ptr<Backend> make_backend_for(BackendKind kind, const ModelShape& sh
   return make_backend(BackendKind::Cpu, cpu_threads);
 }
 
-std::unique_ptr<DeviceTracer> make_device_tracer(std::string* why) {
+std::unique_ptr<DeviceTracer> make_device_tracer(std::string* why) { return make_device_tracer(DeviceTraceOptions{}, why); }
+
+std::unique_ptr<DeviceTracer> make_device_tracer(const DeviceTraceOptions& options, std::string* why) {
 #ifdef LAZYSCOPE_HAVE_CUDA
   if (cuda_device_count() == 0) {
     if (why) *why = "no CUDA GPU is visible on this machine";
     return nullptr;
   }
-  return cuda::make_cupti_tracer(why);
+  return cuda::make_cupti_tracer(options, why);
 #else
+  (void)options;
   if (why) *why = "this build of LazyScope has no CUDA backend (nvcc was not found)";
   return nullptr;
+#endif
+}
+
+std::unique_ptr<AttentionProbe> make_attention_probe(BackendKind kind, const AttentionProbeShape& shape,
+                                                     int cpu_threads) {
+  if (kind == BackendKind::Auto) kind = cuda_device_count() > 0 ? BackendKind::Cuda : BackendKind::Cpu;
+  if (kind == BackendKind::Cpu) return make_cpu_attention_probe(shape, cpu_threads);
+#ifdef LAZYSCOPE_HAVE_CUDA
+  if (cuda_device_count() == 0) throw Error("--backend cuda: no CUDA GPU is visible on this machine");
+  return cuda::make_attention_probe(shape);
+#else
+  throw Error("--backend cuda: this build of LazyScope has no CUDA backend (nvcc was not found)");
 #endif
 }
 

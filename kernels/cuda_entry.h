@@ -10,6 +10,6 @@ namespace lazyscope::cuda {
 int device_count();
 std::unique_ptr<Backend> make_backend();
 // CUPTI activity tracer (kernels/cuda/cupti_tracer.cpp); null with *why when CUPTI is missing or busy.
-std::unique_ptr<DeviceTracer> make_cupti_tracer(std::string* why);
+std::unique_ptr<DeviceTracer> make_cupti_tracer(const DeviceTraceOptions& options, std::string* why);
 
 }  // namespace lazyscope::cuda

@@ -1,41 +1,159 @@
 #pragma once
-// GPU activity of a session as plain spans: kernels, copies and memsets as the device ran them
-// (CUPTI activity records) and the host's named ranges (also emitted as NVTX ranges, so Nsight
-// Systems shows the same names). No CUDA header here; the CUDA build provides the tracer.
+// What a traced session saw, as plain records: the engine's host ranges (also NVTX ranges in the
+// "LazyScope" domain, kernels/nvtx_ranges.h) and, on the CUDA backend with a device trace, CUPTI's
+// kernel, memcpy, memset and runtime/driver API records with their correlation ids and launch
+// configuration. No CUDA header here; kernels/cuda/cupti_tracer.cpp fills the device records.
+// Every time is std::chrono::steady_clock nanoseconds (the clock the session recorder uses).
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 namespace lazyscope {
 
-struct DeviceSpan {
-  std::string name;       // kernel name (demangled, without parameters), "memcpy HtoD 4 KiB", range name
-  std::string kind;       // "kernel", "memcpy", "memset" or "range"
-  int64_t start_ns = 0;   // std::chrono::steady_clock nanoseconds (the host clock the recorder uses)
+// One push/pop range of the engine ("request 3 (lazy)", "decode step 7", ...).
+struct HostRange {
+  std::string name;
+  int64_t start_ns = 0;
   int64_t end_ns = 0;
-  uint32_t stream = 0;    // CUDA stream id (0 for ranges)
+  uint32_t thread_id = 0;  // OS thread id (gettid) of the thread that pushed it
+  int depth = 0;           // nesting level on that thread, 0 = outermost
+};
+
+// CUPTI kernel record (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL).
+struct KernelRecord {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  uint32_t device_id = 0;
+  uint32_t context_id = 0;
+  uint32_t stream_id = 0;
+  uint32_t correlation_id = 0;  // the API record that launched it (cudaGraphLaunch for graph kernels)
+  std::string mangled_name;     // as the module holds it (plain C names are not mangled)
+  // kernel_names(mangled_name), filled in by the session recorder when empty (not by the tracer:
+  // demangling waits until the request's timers stopped).
+  std::string demangled_name, short_name, display_name;
+  int grid[3] = {0, 0, 0};
+  int block[3] = {0, 0, 0};
+  int registers_per_thread = 0;
+  int static_shared_memory = 0;   // bytes
+  int dynamic_shared_memory = 0;  // bytes
+  int64_t local_memory_per_thread = 0;
+  int64_t local_memory_total = 0;
+  int64_t grid_id = 0;
+  int64_t shared_memory_executed = 0;  // bytes the driver configured
+  int launch_type = 0;                 // CUPTI's CUpti_ActivityLaunchType (0 regular)
+  int cache_config = 0;                // executed CUfunc_cache
+  int shared_memory_limit_config = 0;
+  uint64_t graph_node_id = 0;          // non-zero for kernels launched as part of a CUDA graph
+  uint32_t graph_id = 0;
+};
+
+struct MemcpyRecord {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  uint32_t device_id = 0;
+  uint32_t context_id = 0;
+  uint32_t stream_id = 0;
+  uint32_t correlation_id = 0;
+  uint64_t bytes = 0;
+  int copy_kind = 0;  // CUpti_ActivityMemcpyKind: 1 HtoD, 2 DtoH, 8 DtoD, ...
+  int src_kind = 0;   // CUpti_ActivityMemoryKind
+  int dst_kind = 0;
+  uint64_t graph_node_id = 0;
+};
+
+struct MemsetRecord {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  uint32_t device_id = 0;
+  uint32_t context_id = 0;
+  uint32_t stream_id = 0;
+  uint32_t correlation_id = 0;
+  uint64_t bytes = 0;
+  uint32_t value = 0;
+  int memory_kind = 0;
+  uint64_t graph_node_id = 0;
+};
+
+// A CUDA runtime or driver API call (cudaLaunchKernel_v7000, cudaGraphLaunch_v10000, cuLaunchKernelEx).
+struct ApiRecord {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  bool driver = false;  // false: runtime API
+  uint32_t thread_id = 0;
+  uint32_t correlation_id = 0;
+  std::string name;
+  int64_t return_value = 0;
+};
+
+struct GpuInfo {
+  int id = 0;  // CUDA device ordinal
+  std::string name;
+  std::string uuid;
+  std::string bus_location;
+  int64_t total_memory = 0;
+  int64_t l2_cache_size = 0;
+  int64_t clock_rate_hz = 0;
+  int sm_count = 0;
+  int compute_major = 0;
+  int compute_minor = 0;
+  int max_threads_per_block = 0;
+  int threads_per_warp = 0;
+  int64_t max_shmem_per_block = 0;
+  int64_t max_shmem_per_block_optin = 0;
+  int64_t max_shmem_per_sm = 0;
+  int max_registers_per_block = 0;
+  int max_registers_per_sm = 0;
+};
+
+// Everything a request produced, handed to the event sink when the request finishes.
+struct DeviceActivity {
+  std::vector<HostRange> ranges;
+  std::vector<KernelRecord> kernels;
+  std::vector<MemcpyRecord> memcpys;
+  std::vector<MemsetRecord> memsets;
+  std::vector<ApiRecord> api_calls;
+  std::vector<GpuInfo> gpus;      // filled once, with the first request's activity
+  uint64_t dropped_records = 0;   // CUPTI records lost since the previous drain (buffers full)
+  bool device_traced = false;     // false: host ranges only (CPU backend or no device trace)
+  bool empty() const {
+    return ranges.empty() && kernels.empty() && memcpys.empty() && memsets.empty() && api_calls.empty();
+  }
 };
 
 class DeviceTracer {
  public:
   virtual ~DeviceTracer() = default;
-  // A named host range around device work (nested ranges allowed); ends at range_pop.
+  // A named host range (nested ranges allowed, per thread); ends at range_pop on the same thread.
+  // Always an NVTX range too, free when no tool listens.
   virtual void range_push(const std::string& name) = 0;
   virtual void range_pop() = 0;
-  // Every span completed since the last call (flushes the activity buffers), sorted by start.
-  virtual std::vector<DeviceSpan> drain() = 0;
+  // Every record completed since the last call (flushes CUPTI's buffers first), sorted by start.
+  virtual DeviceActivity drain() = 0;
 };
 
-// Pushes on construction, pops on destruction; a null tracer makes it a no-op.
+// Records host ranges only (the CPU backend, or no device trace asked for): a session always has
+// one, so its ranges reach the report.
+class HostRangeTracer : public DeviceTracer {
+ public:
+  void range_push(const std::string& name) override;
+  void range_pop() override;
+  DeviceActivity drain() override;
+
+ protected:
+  std::vector<HostRange> take_ranges();
+
+ private:
+  std::mutex mutex_;
+  std::vector<HostRange> open_, done_;
+};
+
+// Pushes on construction, pops on destruction. With a null tracer it is still an NVTX range.
 class DeviceRange {
  public:
-  DeviceRange(DeviceTracer* tracer, const std::string& name) : tracer_(tracer) {
-    if (tracer_) tracer_->range_push(name);
-  }
-  ~DeviceRange() {
-    if (tracer_) tracer_->range_pop();
-  }
+  DeviceRange(DeviceTracer* tracer, const std::string& name);
+  ~DeviceRange();
   DeviceRange(const DeviceRange&) = delete;
   DeviceRange& operator=(const DeviceRange&) = delete;
 
@@ -43,8 +161,15 @@ class DeviceRange {
   DeviceTracer* tracer_;
 };
 
+// What the CUPTI tracer records besides kernels (bench/tracing_overhead.cpp measures each set).
+struct DeviceTraceOptions {
+  bool memory = true;     // memcpy and memset records
+  bool api_calls = true;  // runtime API calls and the driver's launch calls (the correlation ids' other side)
+};
+
 // The CUPTI tracer when this build has CUDA and CUPTI and a GPU is visible; otherwise null, with
 // the reason in *why. One tracer at a time per process (CUPTI's activity buffers are global).
 std::unique_ptr<DeviceTracer> make_device_tracer(std::string* why);
+std::unique_ptr<DeviceTracer> make_device_tracer(const DeviceTraceOptions& options, std::string* why);
 
 }  // namespace lazyscope

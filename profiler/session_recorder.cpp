@@ -1,8 +1,10 @@
 #include "profiler/session_recorder.h"
 
+#include <unistd.h>
+
 namespace lazyscope {
 
-SessionRecorder::SessionRecorder() : start_(std::chrono::steady_clock::now()) {}
+SessionRecorder::SessionRecorder() : start_(std::chrono::steady_clock::now()) { data_.process_id = uint32_t(getpid()); }
 
 double SessionRecorder::now_ms() const {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
@@ -60,14 +62,87 @@ void SessionRecorder::on_request_finished(const RequestFinishedEvent& e) {
   request_open_ = false;
 }
 
-void SessionRecorder::on_device_spans(const std::vector<DeviceSpan>& spans) {
-  std::lock_guard lock(mutex_);
-  const double origin_ns =
-      double(std::chrono::duration_cast<std::chrono::nanoseconds>(start_.time_since_epoch()).count());
-  for (const DeviceSpan& d : spans) {
-    const double start = (double(d.start_ns) - origin_ns) * 1e-6;
-    data_.spans.push_back({current_request_, d.name, d.kind, start, double(d.end_ns - d.start_ns) * 1e-6});
+namespace {
+
+std::string bytes_text(uint64_t bytes) {
+  if (bytes >= (1ull << 20)) return std::to_string(bytes >> 20) + " MiB";
+  if (bytes >= (1ull << 10)) return std::to_string(bytes >> 10) + " KiB";
+  return std::to_string(bytes) + " B";
+}
+
+const char* copy_kind_text(int kind) {
+  switch (kind) {
+    case 1: return "HtoD";
+    case 2: return "DtoH";
+    case 8: return "DtoD";
+    case 9: return "HtoH";
+    case 10: return "PtoP";
+    default: return "other";
   }
+}
+
+}  // namespace
+
+void SessionRecorder::on_device_activity(const DeviceActivity& a) {
+  std::lock_guard lock(mutex_);
+  const int64_t origin = std::chrono::duration_cast<std::chrono::nanoseconds>(start_.time_since_epoch()).count();
+  const int request = current_request_;
+  auto ms = [&](int64_t ns) { return double(ns - origin) * 1e-6; };
+  auto span = [&](const std::string& name, const char* category, int64_t start, int64_t end) {
+    data_.spans.push_back({request, name, category, ms(start), double(end - start) * 1e-6});
+  };
+  for (HostRange r : a.ranges) {
+    span(r.name, "range", r.start_ns, r.end_ns);
+    r.start_ns -= origin;
+    r.end_ns -= origin;
+    data_.ranges.push_back({request, std::move(r)});
+  }
+  for (KernelRecord k : a.kernels) {
+    if (k.demangled_name.empty()) {
+      auto it = kernel_names_.find(k.mangled_name);
+      if (it == kernel_names_.end()) it = kernel_names_.emplace(k.mangled_name, kernel_names(k.mangled_name)).first;
+      k.demangled_name = it->second.demangled;
+      k.short_name = it->second.base;
+      k.display_name = it->second.display;
+    }
+    span(k.display_name, "kernel", k.start_ns, k.end_ns);
+    k.start_ns -= origin;
+    k.end_ns -= origin;
+    data_.kernels.push_back(std::move(k));
+  }
+  for (MemcpyRecord m : a.memcpys) {
+    span(std::string("memcpy ") + copy_kind_text(m.copy_kind) + " " + bytes_text(m.bytes), "memcpy", m.start_ns, m.end_ns);
+    m.start_ns -= origin;
+    m.end_ns -= origin;
+    data_.memcpys.push_back(m);
+  }
+  for (MemsetRecord m : a.memsets) {
+    span("memset " + bytes_text(m.bytes), "memset", m.start_ns, m.end_ns);
+    m.start_ns -= origin;
+    m.end_ns -= origin;
+    data_.memsets.push_back(m);
+  }
+  for (ApiRecord c : a.api_calls) {
+    c.start_ns -= origin;
+    c.end_ns -= origin;
+    data_.api_calls.push_back(std::move(c));
+  }
+  if (data_.gpus.empty()) data_.gpus = a.gpus;
+  RecordedTraceSummary summary;
+  summary.request = request;
+  summary.device_traced = a.device_traced;
+  summary.kernels = int64_t(a.kernels.size());
+  summary.memcpys = int64_t(a.memcpys.size());
+  summary.memsets = int64_t(a.memsets.size());
+  summary.api_calls = int64_t(a.api_calls.size());
+  summary.ranges = int64_t(a.ranges.size());
+  summary.dropped_records = a.dropped_records;
+  data_.traces.push_back(summary);
+}
+
+void SessionRecorder::add_overhead(const std::vector<OverheadProbeRow>& rows) {
+  std::lock_guard lock(mutex_);
+  data_.overhead.insert(data_.overhead.end(), rows.begin(), rows.end());
 }
 
 SessionRecording SessionRecorder::snapshot() const {

@@ -1,6 +1,7 @@
 #pragma once
 // Records everything a Session reports, with timestamps, so a session can be saved as a plain
-// SQLite report (profiler/README.md documents the tables) and as a Chrome/Perfetto trace.
+// SQLite report (docs/report-schema.md documents the tables: our own, and Nsight Systems' export
+// tables for the host ranges and CUPTI records) and as a Chrome/Perfetto trace.
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -9,6 +10,8 @@
 #include <vector>
 
 #include "engine/events/events.h"
+#include "kernels/kernel_names.h"
+#include "profiler/overhead_probe.h"
 
 namespace lazyscope {
 
@@ -43,6 +46,20 @@ struct RecordedRequest {
   RequestFinishedEvent event;
 };
 
+// A host range with the request it belongs to; times in ns since the recorder started.
+struct RecordedRange {
+  int request = 0;
+  HostRange range;
+};
+
+// Per request: what the device trace delivered (our own table device_trace).
+struct RecordedTraceSummary {
+  int request = 0;
+  bool device_traced = false;
+  int64_t kernels = 0, memcpys = 0, memsets = 0, api_calls = 0, ranges = 0;
+  uint64_t dropped_records = 0;
+};
+
 struct SessionRecording {
   std::map<std::string, std::string> metadata;  // model, backend, device, ...
   std::vector<RecordedRequest> requests;
@@ -50,6 +67,17 @@ struct SessionRecording {
   std::vector<RecordedBlockEvent> blocks;
   std::vector<RecordedToken> tokens;
   std::vector<RecordedSpan> spans;
+  // Nsight Systems' tables. Times in ns since the recorder started (the origin of every *_ms above).
+  uint32_t process_id = 0;
+  std::vector<RecordedRange> ranges;
+  std::vector<KernelRecord> kernels;
+  std::vector<MemcpyRecord> memcpys;
+  std::vector<MemsetRecord> memsets;
+  std::vector<ApiRecord> api_calls;
+  std::vector<GpuInfo> gpus;
+  std::vector<RecordedTraceSummary> traces;
+  // Lazy-overhead probes (lazyscope-cli overhead --record, the workbench's probe action).
+  std::vector<OverheadProbeRow> overhead;
 };
 
 class SessionRecorder final : public EventSink {
@@ -60,7 +88,8 @@ class SessionRecorder final : public EventSink {
   void on_block(const BlockEvent& e) override;
   void on_token(const TokenEvent& e) override;
   void on_request_finished(const RequestFinishedEvent& e) override;
-  void on_device_spans(const std::vector<DeviceSpan>& spans) override;
+  void on_device_activity(const DeviceActivity& activity) override;
+  void add_overhead(const std::vector<OverheadProbeRow>& rows);
   SessionRecording snapshot() const;
 
  private:
@@ -73,13 +102,14 @@ class SessionRecorder final : public EventSink {
   bool request_open_ = false;
   double request_start_ms_ = 0.0;
   double last_token_ms_ = 0.0;
+  std::map<std::string, KernelNames> kernel_names_;  // demangled once per symbol
 };
 
 // Writes the recording as a SQLite file: into a temporary file first, renamed over `path` only
 // when complete, so an existing report is never left half-written. Throws Error naming the file.
 void save_session_sqlite(const SessionRecording& recording, const std::filesystem::path& path);
-// Reads a report written by save_session_sqlite. Throws Error naming the file and the problem
-// (not SQLite, not a LazyScope session, a newer schema, missing tables).
+// Reads a report written by save_session_sqlite (schema 1 or 2). Throws Error naming the file and
+// the problem (not SQLite, damaged or truncated, not a LazyScope session, a newer schema, missing tables).
 SessionRecording load_session_sqlite(const std::filesystem::path& path);
 // Chrome trace-event JSON (opens in Perfetto and chrome://tracing).
 std::string chrome_trace_json(const SessionRecording& recording);

@@ -11,10 +11,11 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DLAZYSCOPE_FUZZ=ON \
   -DLAZYSCOPE_WITH_CUDA=OFF -DLAZYSCOPE_BUILD_BENCH=OFF -DLAZYSCOPE_PYTHON="$python" \
   ${LAZYSCOPE_CMAKE_ARGS:-}
-cmake --build build-asan -j "$(nproc)"
+# Set before the build too: test discovery runs the sanitized test binaries.
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
 export LSAN_OPTIONS="suppressions=$root/scripts/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+cmake --build build-asan -j "$(nproc)"
 export QT_QPA_PLATFORM="${QT_QPA_PLATFORM:-offscreen}"
 ctest --test-dir build-asan --output-on-failure -j "$(nproc)"
 seconds="${FUZZ_SECONDS:-4}"

@@ -287,7 +287,8 @@ void add_generate_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--record", args->record, "Save the session (requests, segments, block events, tokens, spans) as a SQLite report");
   cmd->add_flag("--trace-gpu", args->trace_gpu,
-                "With --record and the CUDA backend: add every GPU kernel and copy (CUPTI) and the engine's NVTX ranges to the report");
+                "With --record and the CUDA backend: add every GPU kernel, copy and CUDA API call (CUPTI) to the report "
+                "(the engine's NVTX ranges are always on; docs/profiling.md)");
   cmd->callback([args] { run_generate(*args); });
 }
 

@@ -24,6 +24,12 @@ void print_summary(const std::string& path) {
   }
   std::printf("\n  %zu segment events, %zu block events, %zu tokens, %zu spans\n", r.segments.size(), r.blocks.size(),
               r.tokens.size(), r.spans.size());
+  uint64_t dropped = 0;
+  for (const RecordedTraceSummary& t : r.traces) dropped += t.dropped_records;
+  std::printf("  %zu NVTX ranges, %zu kernels, %zu memcpys, %zu memsets, %zu CUDA API calls, %llu CUPTI records dropped\n",
+              r.ranges.size(), r.kernels.size(), r.memcpys.size(), r.memsets.size(), r.api_calls.size(),
+              static_cast<unsigned long long>(dropped));
+  if (!r.overhead.empty()) std::printf("\n%s", overhead_table(r.overhead).c_str());
 }
 
 void write_trace(const std::string& path, const std::string& out) {

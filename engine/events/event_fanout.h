@@ -26,8 +26,8 @@ class EventFanout final : public EventSink {
   void on_pool(const PoolEvent& e) override {
     for (EventSink* s : sinks_) s->on_pool(e);
   }
-  void on_device_spans(const std::vector<DeviceSpan>& spans) override {
-    for (EventSink* s : sinks_) s->on_device_spans(spans);
+  void on_device_activity(const DeviceActivity& activity) override {
+    for (EventSink* s : sinks_) s->on_device_activity(activity);
   }
 
  private:

@@ -99,9 +99,9 @@ class EventSink {
   virtual void on_token(const TokenEvent&) {}
   virtual void on_request_finished(const RequestFinishedEvent&) {}
   virtual void on_pool(const PoolEvent&) {}
-  // GPU kernels, copies and host ranges of the request that is finishing (SessionOptions::trace_device);
-  // arrives just before on_request_finished.
-  virtual void on_device_spans(const std::vector<DeviceSpan>&) {}
+  // The host ranges of the request that is finishing and, with SessionOptions::trace_device on the
+  // CUDA backend, its CUPTI records; arrives just before on_request_finished.
+  virtual void on_device_activity(const DeviceActivity&) {}
 };
 
 }  // namespace lazyscope

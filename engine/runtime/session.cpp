@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "base/error.h"
 #include "base/limits.h"
@@ -99,7 +100,7 @@ struct Session::Impl {
   const PolicyPool& pool(Policy policy) const { return const_cast<Impl*>(this)->pool(policy); }
   mutable std::mutex stats_mutex;
   std::map<Policy, CacheStats> cumulative;
-  std::unique_ptr<DeviceTracer> tracer;  // after `backend`: flushed before the backend goes
+  std::unique_ptr<DeviceTracer> tracer;  // after `backend`: flushed before the backend goes; never null
   std::string trace_note;                // why there is no device trace, when one was asked for
 };
 
@@ -163,6 +164,8 @@ Session::Session(const SessionOptions& options, EventSink* sink, const ProgressF
       impl_->tracer = make_device_tracer(&impl_->trace_note);
     }
   }
+  // Without a device trace the engine's ranges still reach NVTX and the report.
+  if (!impl_->tracer) impl_->tracer = std::make_unique<HostRangeTracer>();
   if (progress) progress(1.0, "ready");
 }
 
@@ -211,6 +214,7 @@ RunResult Session::submit(const Request& request, const RunOptions& options, con
 RunResult Session::submit(const PreparedRequest& prepared, const RunOptions& options, const TokenCallback& on_token) {
   Impl& im = *impl_;
   const Clock::time_point t0 = Clock::now();
+  std::optional<DeviceRange> request_range(std::in_place, im.tracer.get(), std::string("request (") + to_string(options.policy) + ")");
   const PromptLayout& layout = prepared.layout;
   PolicyPool& pool = im.pool(options.policy);
   KvCacheManager& cache = *pool.cache;
@@ -359,10 +363,9 @@ RunResult Session::submit(const PreparedRequest& prepared, const RunOptions& opt
   done.decode_ms_per_token = result.decode_ms_per_token;
   done.stats = plan.stats;
   done.cancelled = result.cancelled;
-  if (im.tracer) {
-    const std::vector<DeviceSpan> spans = im.tracer->drain();
-    if (im.sink) im.sink->on_device_spans(spans);
-  }
+  request_range.reset();
+  const DeviceActivity activity = im.tracer->drain();
+  if (im.sink) im.sink->on_device_activity(activity);
   if (im.sink) im.sink->on_request_finished(done);
   return result;
 }

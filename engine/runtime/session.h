@@ -43,7 +43,7 @@ struct SessionOptions {
   std::vector<Policy> policies = all_policies();
   int block_size = 16;
   int cpu_threads = 0;                   // 0 = all cores
-  bool trace_device = false;             // CUPTI kernel trace + NVTX ranges (CUDA backend only)
+  bool trace_device = false;             // CUPTI device trace (CUDA backend only); NVTX ranges are always on
 };
 
 struct RunOptions {

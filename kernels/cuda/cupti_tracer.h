@@ -5,7 +5,7 @@
 namespace lazyscope::cuda {
 
 // "void lazyscope::cuda::(anonymous namespace)::decode_kernel<128, 4, true>(lazyscope::cuda::DecodeParams)"
-// (mangled) → "decode_kernel<128, 4, true>": the readable part of a kernel's name.
+// (mangled) → "decode_kernel<128, 4, true>": the readable part of a kernel's name (kernel_names().display).
 std::string short_kernel_name(const char* mangled);
 
 }  // namespace lazyscope::cuda

@@ -1,4 +1,5 @@
-// Device traces in session reports: CUPTI spans become rows of `spans` and a "GPU" process in the
+// Device traces in session reports: CUPTI records and host ranges also become rows of `spans` (the
+// timeline's and the Chrome trace's source) on the recorder's clock, with a "GPU" process in the
 // Chrome trace; asking for a trace on the CPU backend says why there is none and changes nothing else.
 #include <gtest/gtest.h>
 
@@ -18,9 +19,17 @@ int64_t steady_now_ns() {
 TEST(DeviceTrace, SpansAreRecordedOnTheRecorderClock) {
   SessionRecorder rec;
   const int64_t t = steady_now_ns() + 2'000'000;  // 2 ms after the recorder started (at least)
-  rec.on_device_spans({{"prefill 64 tokens (lazy)", "range", t, t + 5'000'000, 0},
-                       {"decode_kernel<128, 4, true>", "kernel", t + 1'000'000, t + 1'250'000, 7},
-                       {"memcpy DtoH 4 B", "memcpy", t + 4'000'000, t + 4'001'000, 7}});
+  DeviceActivity a;
+  a.device_traced = true;
+  a.ranges = {{"prefill 64 tokens (lazy)", t, t + 5'000'000, 1, 0}};
+  KernelRecord k;
+  k.start_ns = t + 1'000'000;
+  k.end_ns = t + 1'250'000;
+  k.stream_id = 7;
+  k.mangled_name = "_ZN9lazyscope4cuda12_GLOBAL__N_113decode_kernelILi128ELi4ELb1EEEvNS0_12DecodeParamsE";
+  a.kernels = {k};
+  a.memcpys = {{t + 4'000'000, t + 4'001'000, 0, 1, 7, 9, 4, 2, 0, 0, 0}};
+  rec.on_device_activity(a);
   RequestFinishedEvent done;
   done.policy = "lazy";
   rec.on_request_finished(done);

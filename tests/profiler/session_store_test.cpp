@@ -2,6 +2,7 @@
 // clearly; a failed save leaves the previous report intact.
 #include <gtest/gtest.h>
 
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -84,6 +85,58 @@ TEST(SessionStore, FailedSaveKeepsThePreviousReport) {
   for (const auto& b : blockers) std::filesystem::remove_all(b);
   EXPECT_EQ(std::filesystem::file_size(path), before);
   EXPECT_EQ(load_session_sqlite(path).requests.size(), 2u);
+}
+
+std::string load_error(const std::filesystem::path& path) {
+  try {
+    load_session_sqlite(path);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(SessionStore, TruncatedReportIsRefusedNamingTheFile) {
+  SessionRecording rec = record_two_requests();
+  const auto path = temp("ls-session-truncated.db");
+  save_session_sqlite(rec, path);
+  const auto size = std::filesystem::file_size(path);
+  ASSERT_GT(size, 8192u);
+  std::filesystem::resize_file(path, size / 2);
+  const std::string error = load_error(path);
+  EXPECT_NE(error.find("ls-session-truncated.db"), std::string::npos) << error;
+  EXPECT_NE(error.find("damaged or truncated"), std::string::npos) << error;
+  std::filesystem::resize_file(path, 100);  // less than one page: SQLite's header cut short
+  const std::string short_error = load_error(path);
+  EXPECT_NE(short_error.find("ls-session-truncated.db"), std::string::npos) << short_error;
+  EXPECT_FALSE(short_error.empty());
+  std::filesystem::remove(path);
+}
+
+TEST(SessionStore, ReportMissingATableIsRefused) {
+  SessionRecording rec = record_two_requests();
+  const auto path = temp("ls-session-missing.db");
+  save_session_sqlite(rec, path);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  const std::string error = load_error(path);
+  EXPECT_NE(error.find("ls-session-missing.db"), std::string::npos) << error;
+  EXPECT_NE(error.find("CUPTI_ACTIVITY_KIND_KERNEL is missing"), std::string::npos) << error;
+  std::filesystem::remove(path);
+}
+
+TEST(SessionStore, SqliteFileThatIsNotAReportIsRefused) {
+  const auto path = temp("ls-session-other.db");
+  std::filesystem::remove(path);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE t(x); INSERT INTO t VALUES(1);", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  const std::string error = load_error(path);
+  EXPECT_NE(error.find("ls-session-other.db: not a LazyScope session file"), std::string::npos) << error;
+  std::filesystem::remove(path);
 }
 
 }  // namespace

@@ -1,9 +1,11 @@
-// The CUPTI device tracer: kernel names read well, and a real forward step on the GPU shows up
-// as kernel spans inside the host range that launched them.
+// The CUPTI device tracer: kernel names read well; a real forward step on the GPU shows up as kernel
+// records (launch configuration, registers, a launch API record by correlation id) inside the host
+// range that launched them; graph-replayed decode kernels carry their graph launch's correlation id.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 
 #include "gpu_test_util.h"
 #include "kernels/cuda/cupti_tracer.h"
@@ -36,7 +38,9 @@ TEST(DeviceTrace, ForwardStepKernelsLandInsideTheirRange) {
   backend.load_synthetic(synthetic_shape("tiny"), 3);
   backend.allocate_pool(8, 16);
   backend.synchronize();
-  (void)tracer->drain();  // the weight fills and pool memsets, launched before the range
+  const DeviceActivity setup = tracer->drain();  // the weight fills and pool memsets, launched before the range
+  ASSERT_EQ(setup.gpus.size(), 1u);
+  EXPECT_GT(setup.gpus[0].sm_count, 0);
   const std::vector<int32_t> tokens{1, 2, 3, 4, 5}, positions{0, 1, 2, 3, 4}, slots{0, 1, 2, 3, 4};
   const std::vector<BlockRef> table{BlockRef{0, 0, 5}};
   ForwardStep step{tokens, positions, slots, table, false, true};
@@ -46,25 +50,49 @@ TEST(DeviceTrace, ForwardStepKernelsLandInsideTheirRange) {
     backend.forward(step, &logits);
   }
   backend.synchronize();
-  const std::vector<DeviceSpan> spans = tracer->drain();
-  auto range = std::find_if(spans.begin(), spans.end(), [](const DeviceSpan& s) { return s.kind == "range"; });
-  ASSERT_NE(range, spans.end());
-  EXPECT_EQ(range->name, "prefill 5 tokens");
-  int kernels = 0;
-  bool attention = false, copy_back = false;
-  for (const DeviceSpan& s : spans) {
-    EXPECT_LE(s.start_ns, s.end_ns) << s.name;
-    if (s.kind == "kernel") {
-      ++kernels;
-      EXPECT_GE(s.start_ns, range->start_ns) << s.name << " ran before it was launched";
-      attention = attention || s.name.find("prefill_kernel") != std::string::npos;
-    }
-    copy_back = copy_back || (s.kind == "memcpy" && s.name.find("DtoH") != std::string::npos);
+  const DeviceActivity a = tracer->drain();
+  EXPECT_TRUE(a.device_traced);
+  EXPECT_EQ(a.dropped_records, 0u);
+  ASSERT_EQ(a.ranges.size(), 1u);
+  EXPECT_EQ(a.ranges[0].name, "prefill 5 tokens");
+  std::set<uint32_t> api_correlations;
+  for (const ApiRecord& c : a.api_calls) api_correlations.insert(c.correlation_id);
+  bool attention = false;
+  for (const KernelRecord& k : a.kernels) {
+    EXPECT_LE(k.start_ns, k.end_ns) << k.mangled_name;
+    EXPECT_GE(k.start_ns, a.ranges[0].start_ns) << k.mangled_name << " ran before it was launched";
+    EXPECT_GT(k.block[0], 0) << k.mangled_name;
+    EXPECT_GT(k.grid[0], 0) << k.mangled_name;
+    EXPECT_GT(k.registers_per_thread, 0) << k.mangled_name;
+    EXPECT_TRUE(api_correlations.count(k.correlation_id)) << k.mangled_name << " has no launch record";
+    attention = attention || short_kernel_name(k.mangled_name.c_str()).find("prefill_kernel") != std::string::npos;
   }
-  EXPECT_GE(kernels, 2 + 4 * synthetic_shape("tiny").num_layers);
+  EXPECT_GE(int(a.kernels.size()), 2 + 4 * synthetic_shape("tiny").num_layers);
   EXPECT_TRUE(attention);
-  EXPECT_TRUE(copy_back);
+  EXPECT_TRUE(std::any_of(a.memcpys.begin(), a.memcpys.end(), [](const MemcpyRecord& m) { return m.copy_kind == 2; }));
   EXPECT_TRUE(tracer->drain().empty());  // drained once
+
+  // Decode steps replay a CUDA graph: its kernels carry the graph launch's correlation id and a node id.
+  for (int i = 0; i < 3; ++i) {
+    const std::vector<int32_t> one{6}, pos{5 + i}, slot{5 + i};
+    const std::vector<BlockRef> t{BlockRef{0, 0, 6 + i}};
+    ForwardStep decode{one, pos, slot, t, false, true};
+    backend.forward(decode, &logits);
+  }
+  backend.synchronize();
+  const DeviceActivity d = tracer->drain();
+  std::set<uint32_t> graph_launches;
+  for (const ApiRecord& c : d.api_calls) {
+    if (c.name.rfind("cudaGraphLaunch", 0) == 0) graph_launches.insert(c.correlation_id);
+  }
+  int graph_kernels = 0;
+  for (const KernelRecord& k : d.kernels) {
+    if (k.graph_node_id == 0) continue;
+    ++graph_kernels;
+    EXPECT_TRUE(graph_launches.count(k.correlation_id)) << k.mangled_name;
+  }
+  EXPECT_FALSE(graph_launches.empty());
+  EXPECT_GT(graph_kernels, 0);
   tracer.reset();
   EXPECT_NE(make_device_tracer(&why), nullptr) << why;  // free again
 }

@@ -1,0 +1,187 @@
+// What a device trace costs: decode tokens/s and TTFT of the same RAG request through the engine
+// (Session::submit, CUDA backend, synthetic Llama shapes), untraced and with the CUPTI tracer of
+// `generate --trace-gpu` (kernels, memcpys, memsets, runtime API and driver launches), in one process,
+// timed in alternation (ABBA within every repeat, flipped on odd repeats). The trace is drained after
+// each traced request, outside submit's timers as in the engine; its flush is timed and shown. A third
+// arm traces kernels only (no memcpy/memset or API records), to show what the full set adds. Every
+// request starts from an empty KV cache, so TTFT covers every document encode and the prompt's
+// prefill. Every arm keeps the engine's always-on NVTX ranges. The tracer detaches CUPTI when it goes
+// (cuptiFinalize), so untraced arms after traced ones run without CUPTI; the median of three untraced
+// runs before CUPTI was first loaded is shown beside them as the check. Prints a table; run on the GPU machine.
+//
+//   bench_tracing_overhead [--shapes llama-3.2-1b,llama-3.1-8b] [--context 10240] [--steps 64] [--repeats 6]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/model/config.h"
+#include "engine/runtime/session.h"
+#include "kernels/backend.h"
+#include "kernels/device_trace.h"
+
+using namespace lazyscope;
+
+namespace {
+
+struct Run {
+  double ttft_ms = 0.0;
+  double decode_tps = 0.0;
+  double flush_ms = 0.0;
+  std::size_t records = 0;
+  uint64_t dropped = 0;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const double at = q * double(v.size() - 1);
+  const std::size_t lo = std::size_t(at), hi = std::min(v.size() - 1, lo + 1);
+  return v[lo] + (v[hi] - v[lo]) * (at - double(lo));
+}
+
+Request rag_request(int context, int steps, int vocab) {
+  Request r;
+  r.prefix_ids = std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7, 8};
+  const int documents = std::max(1, context / 1024);
+  for (int d = 0; d < documents; ++d) {
+    std::vector<int32_t> doc(std::size_t(context / documents - 16));
+    for (std::size_t i = 0; i < doc.size(); ++i) doc[i] = int32_t((100 + d * 7919 + int(i) * 31) % (vocab - 1) + 1);
+    r.document_ids.push_back(std::move(doc));
+  }
+  r.query_ids = std::vector<int32_t>(32, 42);
+  r.max_new_tokens = steps + 1;
+  return r;
+}
+
+enum Arm { kUntraced = 0, kFull = 1, kKernelsOnly = 2 };
+
+Run run_once(Session& session, const Request& request, int arm) {
+  std::string why;
+  std::unique_ptr<DeviceTracer> tracer;
+  if (arm != kUntraced) {
+    DeviceTraceOptions options;
+    options.memory = options.api_calls = arm == kFull;
+    tracer = make_device_tracer(options, &why);
+    if (!tracer) throw std::runtime_error("no device trace: " + why);
+  }
+  session.clear_cache();
+  RunOptions options;
+  options.keep_logits = false;
+  const RunResult result = session.submit(request, options);
+  Run run;
+  run.ttft_ms = result.ttft_ms;
+  run.decode_tps = result.decode_ms_per_token > 0.0 ? 1000.0 / result.decode_ms_per_token : 0.0;
+  if (tracer) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const DeviceActivity activity = tracer->drain();
+    run.flush_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    run.records = activity.kernels.size() + activity.memcpys.size() + activity.memsets.size() + activity.api_calls.size();
+    run.dropped = activity.dropped_records;
+  }
+  return run;
+}
+
+std::vector<std::string> split(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream ss(list);
+  for (std::string item; std::getline(ss, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    std::vector<std::string> shapes{"llama-3.2-1b", "llama-3.1-8b"};
+    int context = 10240, steps = 64, repeats = 6;
+    for (int i = 1; i + 1 < argc; i += 2) {
+      if (!std::strcmp(argv[i], "--shapes")) shapes = split(argv[i + 1]);
+      else if (!std::strcmp(argv[i], "--context")) context = std::atoi(argv[i + 1]);
+      else if (!std::strcmp(argv[i], "--steps")) steps = std::atoi(argv[i + 1]);
+      else if (!std::strcmp(argv[i], "--repeats")) repeats = std::atoi(argv[i + 1]);
+      else throw std::runtime_error(std::string("unknown option ") + argv[i]);
+    }
+    if (context < 1024 || steps < 2 || repeats < 2) throw std::runtime_error("need --context >= 1024, --steps >= 2, --repeats >= 2");
+    if (cuda_device_count() == 0) {
+      std::printf("no CUDA GPU visible: nothing to measure\n");
+      return 0;
+    }
+    std::printf("# Device-trace overhead (CUPTI: kernels, memcpy, memset, runtime API, driver launches)\n\n");
+    std::printf("Same request per shape: prefix 8 + %d documents + query 32 tokens (~%d prompt tokens), %d decode steps, "
+                "empty KV cache before every request; %d repeats, each timing every arm twice in a palindrome (A B C C B A, "
+                "the arms rotated every repeat). Slowdown = median over repeats of the per-repeat ratio to the untraced "
+                "arm, with min..max. Full = what generate --trace-gpu records; kernels = kernel records only.\n\n",
+                std::max(1, context / 1024), context, steps, repeats);
+    std::printf("| shape | untraced decode tok/s | full: decode tok/s | decode slowdown | min..max | kernels only: decode "
+                "slowdown | untraced TTFT ms | full: TTFT ms | TTFT slowdown | min..max | kernels only: TTFT slowdown | "
+                "records / request | dropped | flush ms | untraced before CUPTI was loaded, tok/s | full vs before CUPTI |\n");
+    std::printf("|---|---:|---:|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n");
+    for (const std::string& shape : shapes) {
+      SessionOptions o;
+      o.synthetic = shape;
+      o.backend = BackendKind::Cuda;
+      o.kv_budget_bytes = 4ull << 30;
+      Session session(o, nullptr);
+      const Request request = rag_request(context, steps, session.config().shape.vocab_size);
+      // Warm-up without CUPTI ever loaded (graph capture, cuBLAS heuristics), then one run of each trace.
+      run_once(session, request, kUntraced);
+      std::vector<double> before_tps;
+      for (int i = 0; i < 3; ++i) before_tps.push_back(run_once(session, request, kUntraced).decode_tps);
+      const double before = median(before_tps);
+      run_once(session, request, kFull);
+      run_once(session, request, kKernelsOnly);
+      std::vector<double> tps[3], ttft[3], decode_ratio[3], ttft_ratio[3], flush, records;
+      uint64_t dropped = 0;
+      for (int r = 0; r < repeats; ++r) {
+        const int order[3] = {r % 3, (r + 1) % 3, (r + 2) % 3};
+        Run sum[3];
+        for (int k = 0; k < 6; ++k) {
+          const int arm = order[k < 3 ? k : 5 - k];
+          const Run run = run_once(session, request, arm);
+          sum[arm].decode_tps += 0.5 * run.decode_tps;
+          sum[arm].ttft_ms += 0.5 * run.ttft_ms;
+          sum[arm].flush_ms += 0.5 * run.flush_ms;
+          sum[arm].records += run.records / 2;
+          sum[arm].dropped += run.dropped;
+        }
+        for (int arm = 0; arm < 3; ++arm) {
+          tps[arm].push_back(sum[arm].decode_tps);
+          ttft[arm].push_back(sum[arm].ttft_ms);
+          decode_ratio[arm].push_back(sum[kUntraced].decode_tps / sum[arm].decode_tps - 1.0);  // time per token
+          ttft_ratio[arm].push_back(sum[arm].ttft_ms / sum[kUntraced].ttft_ms - 1.0);
+        }
+        flush.push_back(sum[kFull].flush_ms);
+        records.push_back(double(sum[kFull].records));
+        dropped += sum[kFull].dropped + sum[kKernelsOnly].dropped;
+      }
+      std::printf("| %s | %.1f | %.1f | %+.2f %% | %+.2f .. %+.2f %% | %+.2f %% | %.1f | %.1f | %+.2f %% | %+.2f .. %+.2f %% | "
+                  "%+.2f %% | %.0f | %llu | %.2f | %.1f | %+.2f %% |\n",
+                  shape.c_str(), median(tps[kUntraced]), median(tps[kFull]), 100.0 * median(decode_ratio[kFull]),
+                  100.0 * quantile(decode_ratio[kFull], 0.0), 100.0 * quantile(decode_ratio[kFull], 1.0),
+                  100.0 * median(decode_ratio[kKernelsOnly]), median(ttft[kUntraced]), median(ttft[kFull]),
+                  100.0 * median(ttft_ratio[kFull]), 100.0 * quantile(ttft_ratio[kFull], 0.0),
+                  100.0 * quantile(ttft_ratio[kFull], 1.0), 100.0 * median(ttft_ratio[kKernelsOnly]), median(records),
+                  static_cast<unsigned long long>(dropped), median(flush), before,
+                  100.0 * (before / median(tps[kFull]) - 1.0));
+      std::fflush(stdout);
+    }
+    std::printf("\nDecode slowdown compares time per token (untraced tok/s / traced tok/s - 1); target <= 3 %%.\n");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
