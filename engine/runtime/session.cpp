@@ -63,11 +63,6 @@ std::vector<int32_t> prompt_ids(const PromptLayout& layout) {
   return ids;
 }
 
-const std::vector<Policy>& all_policies() {
-  static const std::vector<Policy> all = {Policy::None, Policy::Prefix, Policy::Positional, Policy::Materialized,
-                                          Policy::Lazy};
-  return all;
-}
 
 struct Session::Impl {
   LoadedModel model;

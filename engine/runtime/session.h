@@ -25,9 +25,9 @@ class Tokenizer;
 struct ModelConfig;
 
 
-// Every policy a session serves gets its own KV pool of the full budget and its own history, so
-// no policy is ever served from blocks another policy encoded (a fair comparison).
-const std::vector<Policy>& all_policies();
+// Every policy a session serves (all_policies(), engine/kv/policy.h) gets its own KV pool of the
+// full budget and its own history, so no policy is ever served from blocks another policy
+// encoded (a fair comparison).
 
 struct SessionOptions {
   std::filesystem::path model;           // HF directory or .gguf
