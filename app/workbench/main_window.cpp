@@ -96,6 +96,7 @@ MainWindow::MainWindow(const WorkbenchOptions& options, QWidget* parent)
 
   worker_ = new EngineWorker;
   worker_->setTraceDevice(options_.trace_gpu);
+  worker_->setCpuExact(options_.cpu_exact);
   worker_->moveToThread(&worker_thread_);
   connect(&worker_thread_, &QThread::finished, worker_, &QObject::deleteLater);
   worker_thread_.setObjectName(QStringLiteral("lazyscope-engine"));
