@@ -1,18 +1,19 @@
-// lazyscope-cli cache-demo: the same shuffled RAG workload under every policy, in accounting
-// mode (the real cache manager, no tensors), with a block map of the pool after each policy.
-#include <algorithm>
-#include <cmath>
+// lazyscope-cli cache-demo: a small view over the serving engine. One seeded RAG workload is
+// served under every policy in accounting mode (the real scheduler and cache manager, no
+// tensors), each on its own pool; it prints the hit/copy table and each pool's block map while
+// the last requests run. `lazyscope-cli workload` is the full command.
 #include <cstdio>
-#include <functional>
-#include <random>
+#include <string>
 
 #include "app/cli/commands.h"
 #include "app/cli/option_checks.h"
-#include "engine/kv/cache_manager.h"
-#include "engine/runtime/session.h"
-#include "kernels/synthetic_shapes.h"
+#include "base/byte_size.h"
 #include "base/error.h"
 #include "base/limits.h"
+#include "engine/serving/scheduler.h"
+#include "engine/serving/serving_engine.h"
+#include "engine/serving/step_time_model.h"
+#include "kernels/synthetic_shapes.h"
 
 namespace lazyscope::cli {
 namespace {
@@ -23,75 +24,50 @@ struct DemoArgs {
   int documents = 10;
   int requests = 16;
   int docs_per_request = 3;
+  int doc_tokens = 300;
+  int concurrency = 2;
   int block_size = 16;
   double zipf = 1.1;
-  uint32_t seed = 1;
+  uint64_t seed = 1;
   int map_width = 64;
 };
 
-struct Workload {
-  std::vector<std::vector<int32_t>> docs;
-  std::vector<std::vector<int>> orders;
-};
-
-Workload make_workload(const DemoArgs& a) {
-  std::mt19937 rng(a.seed);
-  Workload w;
-  for (int d = 0; d < a.documents; ++d) {
-    std::vector<int32_t> doc(100 + rng() % 300);
-    for (auto& t : doc) t = int32_t(1000 + rng() % 30000);
-    w.docs.push_back(doc);
-  }
-  // Zipf popularity: a few passages are retrieved again and again, in varying order.
-  std::vector<double> weights(a.documents);
-  for (int d = 0; d < a.documents; ++d) weights[d] = 1.0 / std::pow(d + 1.0, a.zipf);
-  std::discrete_distribution<int> pick(weights.begin(), weights.end());
-  const int wanted = std::min(a.docs_per_request, a.documents);
-  for (int r = 0; r < a.requests; ++r) {
-    std::vector<int> order;
-    int misses = 0;
-    while (int(order.size()) < wanted) {
-      int d = pick(rng);
-      if (std::find(order.begin(), order.end(), d) == order.end()) {
-        order.push_back(d);
-        misses = 0;
-      } else if (++misses == 32) {
-        // A steep Zipf leaves the unpicked documents nearly no weight, so drawing again may never
-        // end: pick the rest in one pass by weighted sampling without replacement (keys
-        // log(u) / w, largest first), linear in the number of documents.
-        std::uniform_real_distribution<double> unit(std::nextafter(0.0, 1.0), 1.0);
-        std::vector<std::pair<double, int>> keys;
-        for (int e = 0; e < a.documents; ++e) {
-          if (std::find(order.begin(), order.end(), e) == order.end()) {
-            keys.push_back({std::log(unit(rng)) / std::max(weights[e], 1e-300), e});
-          }
-        }
-        const std::size_t rest = std::size_t(wanted) - order.size();
-        std::partial_sort(keys.begin(), keys.begin() + long(rest), keys.end(), std::greater<>());
-        for (std::size_t i = 0; i < rest; ++i) order.push_back(keys[i].second);
-      }
-    }
-    std::shuffle(order.begin(), order.end(), rng);
-    w.orders.push_back(order);
-  }
-  return w;
-}
-
-char block_char(const BlockState& b, const std::vector<CachedSegment>& segments, const Workload& w) {
+// '#' prefix, 'A'.. document i at its encoding position, 'a'.. a rotated copy, '?' query, '.' free.
+char block_char(const BlockState& b, const std::vector<CachedSegment>& segments) {
   if (b.segment < 0) return '.';
   for (const CachedSegment& s : segments) {
     if (s.id != b.segment) continue;
     if (s.kind == SegmentKind::Prefix) return '#';
     if (s.kind == SegmentKind::Query) return '?';
-    for (std::size_t d = 0; d < w.docs.size(); ++d) {
-      if (w.docs[d] == s.tokens) {
-        return char((s.kind == SegmentKind::Copy ? 'a' : 'A') + d % 26);
-      }
+    if (s.label.rfind("doc ", 0) == 0) {
+      const int d = std::atoi(s.label.c_str() + 4);
+      return char((s.kind == SegmentKind::Copy || s.shift != 0 ? 'a' : 'A') + d % 26);
     }
     return '*';
   }
   return '!';
 }
+
+// Keeps the block map of the latest step that still had requests running.
+class MapObserver final : public ServingObserver {
+ public:
+  MapObserver(const KvCacheManager& cache, int width) : cache_(cache), width_(width) {}
+  void on_step(const StepSample& s) override {
+    if (s.running == 0) return;
+    const auto states = cache_.blocks();
+    const auto segments = cache_.segments();
+    map.clear();
+    for (std::size_t b = 0; b < states.size(); ++b) {
+      if (b % width_ == 0) map += "\n    ";
+      map += block_char(states[b], segments);
+    }
+  }
+  std::string map;
+
+ private:
+  const KvCacheManager& cache_;
+  int width_;
+};
 
 void run_demo(const DemoArgs& a) {
   const ModelShape shape = synthetic_shape(a.shape);
@@ -103,59 +79,42 @@ void run_demo(const DemoArgs& a) {
                 std::to_string(limits::kMaxPoolBlocks) + " blocks");
   }
   const int blocks = int(budget_blocks);
-  const Workload w = make_workload(a);
-  std::printf("cache-demo: %s-shaped KV (%.2f MiB per %d-token block, bf16), budget %s = %d blocks\n", a.shape.c_str(),
-              bytes_per_block / 1048576.0, a.block_size, a.kv_budget.c_str(), blocks);
-  std::printf("workload: %d requests, %d of %d documents each (Zipf %.2f), shuffled orders, 20-token prefix, "
-              "16-token query, 8 generated tokens\n\n",
-              a.requests, a.docs_per_request, a.documents, a.zipf);
-  std::printf("%-13s %-6s %9s %9s %6s %6s %9s %9s %11s %11s %8s\n", "policy", "mode", "tok-hit%", "doc-hit%", "hits",
-              "misses", "allocated", "evicted", "stored MiB", "copied MiB", "refused");
-  const std::pair<Mode, Policy> runs[] = {{Mode::Block, Policy::None}, {Mode::Full, Policy::Prefix},
-                                          {Mode::Block, Policy::Positional}, {Mode::Block, Policy::Materialized},
-                                          {Mode::Block, Policy::Lazy}};
+  WorkloadOptions o;
+  o.documents = a.documents;
+  o.doc_tokens = a.doc_tokens;
+  o.docs_per_request = a.docs_per_request;
+  o.zipf = a.zipf;
+  o.requests = a.requests;
+  o.concurrency = a.concurrency;
+  o.prefix_tokens = 20;
+  o.query_tokens = 16;
+  o.output_tokens = 8;
+  o.seed = a.seed;
+  o.vocab_size = shape.vocab_size;
+  const Workload w = make_workload(o);
+  const StepTimeModel model(shape, 2, StepTimeConstants::h200());
+  std::printf("cache-demo: %s-shaped KV (%.2f MiB per %d-token block, bf16), budget %s = %d blocks per policy\n",
+              a.shape.c_str(), bytes_per_block / 1048576.0, a.block_size, a.kv_budget.c_str(), blocks);
+  std::printf("workload: %d requests from %d clients, %d of %d documents (%d tokens) each, Zipf %.2f, shuffled, "
+              "20-token prefix, 16-token query, 8 generated tokens (accounting mode; see `workload` for more)\n\n",
+              a.requests, a.concurrency, a.docs_per_request, a.documents, a.doc_tokens, a.zipf);
+  std::printf("%-13s %-6s %9s %9s %6s %9s %11s %11s %11s\n", "policy", "mode", "tok-hit%", "doc-hit%", "hits",
+              "evicted", "copied MiB", "TTFT p50", "peak blocks");
   std::vector<std::string> maps;
-  for (auto [mode, policy] : runs) {
-    // Every policy on its own pool of the full budget, from empty: no policy sees another's encodes.
+  for (Policy p : all_policies()) {
     KvCacheManager cache(blocks, a.block_size, bytes_per_block, "demo");
-    CacheStats total;
-    std::string map;
-    int refused = 0;
-    for (std::size_t r = 0; r < w.orders.size(); ++r) {
-      PromptLayout layout;
-      layout.prefix.assign(20, 7);
-      for (int d : w.orders[r]) {
-        layout.documents.push_back(w.docs[d]);
-        layout.document_labels.push_back(std::string(1, char('A' + d % 26)));
-      }
-      layout.query.assign(16, int32_t(9 + r));
-      RequestPlan plan;
-      try {
-        plan = cache.plan(layout, mode, policy);
-        for (int t = 0; t < 8; ++t) cache.next_decode_step(plan, 5);
-      } catch (const Error&) {
-        cache.finish(plan, false);
-        ++refused;  // this policy needs more KV than the budget for this request
-        continue;
-      }
-      if (r + 1 == w.orders.size()) {
-        // The pool while the last request runs: what it holds and what it copied.
-        const auto states = cache.blocks();
-        const auto segments = cache.segments();
-        for (std::size_t b = 0; b < states.size(); ++b) {
-          if (b % a.map_width == 0) map += "\n    ";
-          map += block_char(states[b], segments, w);
-        }
-      }
-      cache.finish(plan, true);
-      total += plan.stats;
-    }
-    std::printf("%-13s %-6s %8.1f%% %8.1f%% %6lld %6lld %9lld %9lld %11.1f %11.1f %8d\n", to_string(policy),
-                to_string(mode), 100.0 * total.token_hit_ratio(), 100.0 * total.document_hit_ratio(),
-                (long long)total.document_hits, (long long)(total.documents - total.document_hits - total.document_repeats),
-                (long long)total.blocks_allocated, (long long)total.blocks_evicted, total.bytes_stored / 1048576.0,
-                total.bytes_copied / 1048576.0, refused);
-    maps.push_back(std::string(to_string(policy)) + " (during the last request):" + map);
+    MapObserver observer(cache, a.map_width);
+    SchedulerOptions so;
+    so.mode = mode_for(p);
+    so.policy = p;
+    auto exec = make_accounting_executor(model);
+    const ServingResult r = run_scheduler(w, cache, *exec, so, &observer);
+    int hits = 0;
+    for (const RequestRecord& q : r.records) hits += q.document_hits;
+    std::printf("%-13s %-6s %8.1f%% %8.1f%% %6d %9lld %11.1f %9.1fms %11d\n", r.policy.c_str(), r.mode.c_str(),
+                100 * r.hit_ratio_tokens, 100 * r.hit_ratio_documents, hits, (long long)r.evictions,
+                r.bytes_copied / 1048576.0, r.ttft_ms.p50, r.peak_blocks);
+    maps.push_back(r.policy + " (while the last requests run):" + observer.map);
   }
   std::printf("\nblock maps: '#' prefix, 'A'.. a document at its encoding position, 'a'.. a rotated copy of it,\n"
               "'?' query + generated tokens, '.' free\n");
@@ -167,16 +126,18 @@ void run_demo(const DemoArgs& a) {
 void add_cache_demo_command(CLI::App& app) {
   auto a = std::make_shared<DemoArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "cache-demo", "Replay one shuffled RAG workload under every cache policy and show hits, copies and the block map");
-  cmd->add_option("--shape", a->shape, "Model shape for KV sizes: tiny, small, smollm2-135m, llama-3.2-1b, llama-3.1-8b")->capture_default_str();
-  cmd->add_option("--kv-budget", a->kv_budget, "KV pool size")->capture_default_str();
+      "cache-demo", "A small RAG workload under every cache policy: hits, copies and the block map (see workload)");
+  cmd->add_option("--shape", a->shape, "Model shape for KV sizes: tiny, small, smollm2-135m, llama-3.2-1b, llama-3.1-8b, llama-3.1-70b")->capture_default_str();
+  cmd->add_option("--kv-budget", a->kv_budget, "KV pool size per policy")->capture_default_str();
   cmd->add_option("--documents", a->documents, "Distinct documents in the corpus")
       ->capture_default_str()
       ->check(in_range(1, 20000));
-  cmd->add_option("--requests", a->requests, "Requests to replay")->capture_default_str()->check(in_range(1, 10000));
+  cmd->add_option("--doc-tokens", a->doc_tokens, "Tokens per document")->capture_default_str()->check(in_range(1, 131072));
+  cmd->add_option("--requests", a->requests, "Requests to serve")->capture_default_str()->check(in_range(1, 10000));
   cmd->add_option("--docs-per-request", a->docs_per_request, "Documents retrieved per request")
       ->capture_default_str()
       ->check(in_range(1, 64));
+  cmd->add_option("--concurrency", a->concurrency, "Concurrent clients")->capture_default_str()->check(in_range(1, 4096));
   cmd->add_option("--block-size", a->block_size, "Tokens per KV block")
       ->capture_default_str()
       ->check(in_range(1, limits::kMaxBlockSize));
@@ -184,6 +145,7 @@ void add_cache_demo_command(CLI::App& app) {
       ->capture_default_str()
       ->check(in_range(0.0, 10.0));
   cmd->add_option("--seed", a->seed, "Workload seed")->capture_default_str();
+  cmd->add_option("--map-width", a->map_width, "Blocks per block-map line")->capture_default_str()->check(in_range(8, 512));
   cmd->callback([a] { run_demo(*a); });
 }
 

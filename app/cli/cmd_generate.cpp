@@ -32,6 +32,7 @@ struct GenerateArgs {
   std::string compare;
   std::string dump_logits;
   std::string backend = "auto";
+  std::string cpu_precision = "fast";
   std::string kv_budget = "256MiB";
   std::string chat = "auto";
   std::string record;
@@ -158,6 +159,7 @@ void run_generate(const GenerateArgs& args) {
   options.kv_budget_bytes = parse_byte_size(args.kv_budget);
   options.block_size = args.block_size;
   options.cpu_threads = args.threads;
+  options.cpu_precision = parse_cpu_precision(args.cpu_precision);
   options.trace_device = args.trace_gpu;
   if (args.trace_gpu && args.record.empty()) throw Error("--trace-gpu needs --record FILE (the trace is saved in the report)");
   std::vector<Request> requests;
@@ -267,6 +269,10 @@ void add_generate_command(CLI::App& app) {
                   "Override the request's max_new_tokens (generation also stops at the model's context)")
       ->check(in_range<int>(0, int(limits::kMaxNewTokens)));
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->check(in_range(0, limits::kMaxThreads));
+  cmd->add_option("--cpu-precision", args->cpu_precision,
+                  "CPU backend: fast (weights in their file's format, int8/SIMD kernels) or exact (the fp32 reference)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fast", "exact"}));
   cmd->add_option("--chat", args->chat,
                   "Wrap text requests in the model's chat template: auto (when the model has one), on (a plain "
                   "Document/Question wording when it has none), off")

@@ -19,6 +19,7 @@ struct WorkbenchOptions {
   QString screenshot;              // save the window to this PNG, then quit
   bool demo = false;               // retrieve, run lazy + materialized, reorder, run again
   bool trace_gpu = false;          // CUPTI kernel timeline in the Timeline dock (CUDA backend)
+  bool cpu_exact = false;          // --cpu-precision exact: the fp32 reference on the CPU
   QSize window_size;               // fixed size (screenshots); empty: saved layout or default
   bool restore_layout = true;      // QSettings geometry and dock state
   bool load_default_model = true;  // tests turn this off to open models themselves

@@ -72,6 +72,7 @@ void EngineWorker::openModel(const QString& path, const QString& backend, qint64
     else
       options.kv_budget_bytes = std::size_t(kv_budget_bytes);
     options.trace_device = trace_device_;
+    options.cpu_precision = cpu_exact_ ? CpuPrecision::Exact : CpuPrecision::Fast;
     auto progress = [this](double fraction, std::string_view what) {
       Q_EMIT this->progress(fraction, QString::fromUtf8(what.data(), qsizetype(what.size())));
     };

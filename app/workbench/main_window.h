@@ -18,6 +18,7 @@ class CacheStatsView;
 class CorpusPanel;
 class EngineWorker;
 class EquivalenceView;
+class EvaluationPanel;
 class PromptPanel;
 class TimelineView;
 class WelcomePage;
@@ -61,6 +62,7 @@ class MainWindow : public QMainWindow {
   BlockMapView* blockMapView() { return block_map_; }
   CacheStatsView* cacheStatsView() { return stats_; }
   TimelineView* timelineView() { return timeline_; }
+  EvaluationPanel* evaluationPanel() { return evaluation_; }
   EngineWorker* worker() { return worker_; }
   // "Start here" page (a dock): Ask a sample question, Reorder and re-run, Open a workload.
   WelcomePage* welcomePage() { return welcome_; }
@@ -109,6 +111,7 @@ class MainWindow : public QMainWindow {
   BlockMapView* block_map_ = nullptr;
   CacheStatsView* stats_ = nullptr;
   TimelineView* timeline_ = nullptr;
+  EvaluationPanel* evaluation_ = nullptr;
   QLabel* model_label_ = nullptr;
   QLabel* pool_label_ = nullptr;
   QLabel* activity_label_ = nullptr;

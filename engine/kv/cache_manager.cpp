@@ -25,8 +25,15 @@ uint64_t fnv_bytes(uint64_t h, const void* data, std::size_t size) {
 }  // namespace
 
 uint64_t hash_tokens(uint64_t seed, const std::vector<int32_t>& tokens) {
-  uint64_t h = fnv_bytes(seed ^ kFnvOffset, tokens.data(), tokens.size() * sizeof(int32_t));
-  return fnv_bytes(h, "|", 1);
+  // FNV-1a over whole token ids (a quarter of the byte-wise steps: serving workloads hash every
+  // document of every request); keys never leave the process and hits compare the tokens.
+  uint64_t h = seed ^ kFnvOffset;
+  for (int32_t t : tokens) {
+    h ^= uint32_t(t);
+    h *= kFnvPrime;
+  }
+  h ^= uint64_t(tokens.size()) << 32;
+  return h * kFnvPrime;
 }
 
 uint64_t hash_string(uint64_t seed, const std::string& text) {
@@ -108,32 +115,35 @@ CachedSegment& KvCacheManager::new_segment(SegmentKind kind, std::string label, 
   return segments_.emplace(s.id, std::move(s)).first->second;
 }
 
-void KvCacheManager::evict_one() {
-  std::vector<const CachedSegment*> candidates;
-  for (const auto& [id, s] : segments_) {
-    if (s.published && s.refcount == 0) candidates.push_back(&s);
-  }
-  if (candidates.empty()) throw Error("no unreferenced segment left to evict");
-  std::sort(candidates.begin(), candidates.end(),
-            [](const CachedSegment* a, const CachedSegment* b) { return a->id < b->id; });
-  const CachedSegment* victim = candidates[eviction_->choose(candidates)];
+void KvCacheManager::evict_one(std::vector<const CachedSegment*>& candidates) {
+  const std::size_t pick = eviction_->choose(candidates);
+  const CachedSegment* victim = candidates[pick];
+  candidates.erase(candidates.begin() + std::ptrdiff_t(pick));
   evicted_in_plan_ += int64_t(victim->blocks.size());
-  free_segment(victim->id, true);
+  free_segment(victim->id, true);  // other segments' addresses stay valid (node-based map)
 }
 
 std::vector<int32_t> KvCacheManager::allocate(int count, CachedSegment& owner, RequestPlan& plan) {
   const int64_t owner_id = owner.id;
+  // Unreferenced published segments in id order, gathered once per allocation (not per victim).
+  std::vector<const CachedSegment*> candidates;
+  bool gathered = false;
   while (pool_.free_count() < count) {
-    bool any = std::any_of(segments_.begin(), segments_.end(), [](const auto& kv) {
-      return kv.second.published && kv.second.refcount == 0;
-    });
-    if (!any) {
+    if (!gathered) {
+      for (const auto& [id, s] : segments_) {
+        if (s.published && s.refcount == 0) candidates.push_back(&s);
+      }
+      std::sort(candidates.begin(), candidates.end(),
+                [](const CachedSegment* a, const CachedSegment* b) { return a->id < b->id; });
+      gathered = true;
+    }
+    if (candidates.empty()) {
       throw Error("KV budget too small for this request: it needs " + std::to_string(count) +
                   " more block(s) of " + std::to_string(pool_.block_size()) + " tokens, " +
                   std::to_string(pool_.free_count()) + " free of " + std::to_string(pool_.num_blocks()) +
                   " after evicting everything unreferenced; raise --kv-budget");
     }
-    evict_one();
+    evict_one(candidates);
   }
   CachedSegment& seg = segments_.at(owner_id);
   std::vector<int32_t> blocks = pool_.take(count, owner_id);

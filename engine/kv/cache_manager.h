@@ -89,6 +89,19 @@ struct RequestPlan {
   CacheStats stats;
 };
 
+// What admitting a request would take right now, without changing anything (serving admission).
+struct AdmissionEstimate {
+  int blocks_needed = 0;     // blocks plan() would allocate now, its cached segments counted as hits
+  int blocks_available = 0;  // free blocks + blocks of unreferenced cached segments it does not use
+  bool fits() const { return blocks_needed <= blocks_available; }
+};
+
+struct PoolUsage {
+  int in_use = 0;  // blocks of segments a running request references
+  int cached = 0;  // blocks of unreferenced cached segments (evictable)
+  int free = 0;
+};
+
 class KvCacheManager {
  public:
   // `pool_name` stamps every event (the policy whose pool this is); segment ids start at
@@ -108,6 +121,12 @@ class KvCacheManager {
   // ephemeral blocks. Fills plan.stats.bytes_stored.
   void finish(RequestPlan& plan, bool success);
   void clear();
+  // cache_manager_serving.cpp: plan()'s hits and allocations as a read-only count.
+  AdmissionEstimate estimate_admission(const PromptLayout& layout, Mode mode, Policy policy) const;
+  // cache_manager_serving.cpp: makes `segment`, encoded by this plan and complete now, findable
+  // before the request ends (a no-op when it is not pending or its key is already published).
+  void publish_encoded(RequestPlan& plan, int64_t segment);
+  PoolUsage usage() const;  // cache_manager_serving.cpp; O(segments)
 
   int num_blocks() const { return pool_.num_blocks(); }
   int block_size() const { return pool_.block_size(); }
@@ -128,7 +147,7 @@ class KvCacheManager {
   };
   CachedSegment& new_segment(SegmentKind kind, std::string label, uint64_t key);
   std::vector<int32_t> allocate(int count, CachedSegment& owner, RequestPlan& plan);
-  void evict_one();
+  void evict_one(std::vector<const CachedSegment*>& candidates);
   void acquire(CachedSegment& segment, RequestPlan& plan, bool report_hit);
   void release_segment(int64_t id);
   void free_segment(int64_t id, bool evicted);

@@ -43,4 +43,10 @@ void check_mode_policy(Mode mode, Policy policy) {
   }
 }
 
+const std::vector<Policy>& all_policies() {
+  static const std::vector<Policy> all = {Policy::None, Policy::Prefix, Policy::Positional, Policy::Materialized,
+                                          Policy::Lazy};
+  return all;
+}
+
 }  // namespace lazyscope

@@ -25,9 +25,9 @@ class Tokenizer;
 struct ModelConfig;
 
 
-// Every policy a session serves gets its own KV pool of the full budget and its own history, so
-// no policy is ever served from blocks another policy encoded (a fair comparison).
-const std::vector<Policy>& all_policies();
+// Every policy a session serves (all_policies(), engine/kv/policy.h) gets its own KV pool of the
+// full budget and its own history, so no policy is ever served from blocks another policy
+// encoded (a fair comparison).
 
 struct SessionOptions {
   std::filesystem::path model;           // HF directory or .gguf
@@ -43,6 +43,7 @@ struct SessionOptions {
   std::vector<Policy> policies = all_policies();
   int block_size = 16;
   int cpu_threads = 0;                   // 0 = all cores
+  CpuPrecision cpu_precision = CpuPrecision::Fast;  // CPU backend: fast kernels or the exact fp32 reference
   bool trace_device = false;             // CUPTI device trace (CUDA backend only); NVTX ranges are always on
 };
 

@@ -1,0 +1,48 @@
+#pragma once
+// Continuous batching over one KV cache (one policy, its own pool and history):
+// - FCFS waiting queue; a request is admitted only when the blocks its plan allocates (documents
+//   encoded now, materialized/positional copies, query) plus the decode growth it may still need
+//   fit beside the growth reserved by every running request. A refused request waits and costs
+//   the cache nothing (KvCacheManager::estimate_admission is read-only).
+// - Copies are held by their request until it finishes (KvCacheManager's ephemeral segments).
+// - A segment is published (findable by later requests) as soon as its KV is complete.
+// - Each step runs one batched decode launch for every decoding sequence and fills the rest of
+//   the per-step token budget with prefill chunks (document encodes, copies, the prompt), oldest
+//   admitted first.
+// - Decode growth that still does not fit (only when an estimate was short) preempts the most
+//   recently admitted request: its blocks are freed and it is recomputed from scratch later.
+// Tokens are greedy (the device argmax path); output lengths are the workload's.
+#include <atomic>
+#include <cstdint>
+
+#include "engine/kv/cache_manager.h"
+#include "engine/serving/serving_result.h"
+#include "engine/serving/step_executor.h"
+#include "engine/workload/workload.h"
+
+namespace lazyscope {
+
+struct SchedulerOptions {
+  Mode mode = Mode::Block;
+  Policy policy = Policy::Lazy;
+  int step_tokens = 2048;   // tokens per step: decode sequences + prefill chunk tokens
+  int max_running = 256;    // sequences admitted at once
+  bool keep_samples = true; // ServingResult::samples
+};
+
+// Streams a run to a GUI or a recorder; called on the scheduler's thread.
+class ServingObserver {
+ public:
+  virtual ~ServingObserver() = default;
+  virtual void on_step(const StepSample&) {}
+  virtual void on_request_finished(const RequestRecord&) {}
+};
+
+// Runs the whole workload (or until *cancel). Throws Error when the budget cannot hold some
+// request even with nothing else running, naming the budget, the request and what it needs.
+// Every block the run held is returned to `cache` (published segments stay cached).
+ServingResult run_scheduler(const Workload& workload, KvCacheManager& cache, StepExecutor& executor,
+                            const SchedulerOptions& options, ServingObserver* observer = nullptr,
+                            const std::atomic<bool>* cancel = nullptr);
+
+}  // namespace lazyscope
