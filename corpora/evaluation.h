@@ -1,18 +1,25 @@
 #pragma once
-// SQuAD-style answer scoring: normalisation, exact match and token F1 (max over gold answers),
-// plus retrieval recall for gold documents.
+// Answer scoring: SQuAD-style normalisation, exact match, answer containment and token F1 (max
+// over gold answers), plus retrieval recall for gold documents.
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace lazyscope::corpora {
 
-// Lower-cases (ASCII), removes ASCII punctuation, removes the articles "a", "an", "the",
-// and collapses whitespace — the official SQuAD evaluation script's normalize_answer.
+// The official SQuAD script's normalize_answer, in Unicode: lower-cases (Unicode case rules, as
+// Python's str.lower), removes punctuation (ASCII punctuation as string.punctuation, plus every
+// Unicode punctuation character such as curly quotes and dashes), removes the articles "a",
+// "an", "the" and collapses whitespace. Invalid UTF-8 bytes are kept as they are.
 std::string normalize_answer(std::string_view text);
 
 // 1.0 when the normalised strings are equal, else 0.0.
 double exact_match(std::string_view prediction, std::string_view gold);
+
+// 1.0 when the normalised gold answer occurs in the normalised prediction as a run of whole
+// words ("it is brannock" contains "brannock"; "brannockside" does not). A gold answer that
+// normalises to nothing is contained only in a prediction that does too.
+double contains_answer(std::string_view prediction, std::string_view gold);
 
 // Token-level F1 over normalised whitespace tokens (multiset overlap). When either side
 // normalises to no tokens, 1.0 if both do, else 0.0 (SQuAD v2 convention).
@@ -20,10 +27,12 @@ double f1_score(std::string_view prediction, std::string_view gold);
 
 // Max over gold answers; 0.0 when `golds` is empty.
 double exact_match_max(std::string_view prediction, const std::vector<std::string>& golds);
+double contains_answer_max(std::string_view prediction, const std::vector<std::string>& golds);
 double f1_max(std::string_view prediction, const std::vector<std::string>& golds);
 
 struct AnswerScore {
-  double exact_match = 0.0;
+  double exact_match = 0.0;  // normalised prediction == a normalised gold answer
+  double contains = 0.0;     // a normalised gold answer is inside the normalised prediction
   double f1 = 0.0;
 };
 AnswerScore score_answer(std::string_view prediction, const std::vector<std::string>& golds);

@@ -35,4 +35,10 @@ BackendKind parse_backend_kind(const std::string& text) {
   throw Error("unknown backend '" + text + "' (expected auto, cpu or cuda)");
 }
 
+CpuPrecision parse_cpu_precision(const std::string& text) {
+  if (text == "fast") return CpuPrecision::Fast;
+  if (text == "exact") return CpuPrecision::Exact;
+  throw Error("--cpu-precision: unknown value '" + text + "' (expected fast or exact)");
+}
+
 }  // namespace lazyscope

@@ -82,14 +82,21 @@ class Backend {
 
 enum class BackendKind { Auto, Cpu, Cuda };
 
+// What the CPU backend computes with: Exact is the fp32 reference (every weight dequantized,
+// double-accumulated attention); Fast keeps weights in their file's format and runs fused
+// int8/fp32 SIMD kernels (logits within quantization noise of Exact).
+enum class CpuPrecision { Fast, Exact };
+
 BackendKind parse_backend_kind(const std::string& text);
+CpuPrecision parse_cpu_precision(const std::string& text);  // "fast" or "exact"
 // Number of usable CUDA devices (0 when built without CUDA or no GPU/driver is present).
 int cuda_device_count();
 // Auto resolves to Cuda when a GPU is present, else Cpu. Throws Error if Cuda is unavailable.
-std::unique_ptr<Backend> make_backend(BackendKind kind, int cpu_threads = 0);
+std::unique_ptr<Backend> make_backend(BackendKind kind, int cpu_threads = 0,
+                                      CpuPrecision precision = CpuPrecision::Exact);
 // As make_backend, but Auto also falls back to the CPU when the GPU backend cannot run `shape`;
 // `note` (if given) receives why, for the status bar / stderr.
 std::unique_ptr<Backend> make_backend_for(BackendKind kind, const ModelShape& shape, int cpu_threads,
-                                          std::string* note);
+                                          std::string* note, CpuPrecision precision = CpuPrecision::Exact);
 
 }  // namespace lazyscope

@@ -1,6 +1,7 @@
 // Chooses and builds a backend; the only place that links the CUDA library when it exists.
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/cpu_fast_backend.h"
 #include "kernels/device_trace.h"
 #include "kernels/overhead_probe.h"
 #include "base/error.h"
@@ -18,9 +19,12 @@ int cuda_device_count() {
 #endif
 }
 
-std::unique_ptr<Backend> make_backend(BackendKind kind, int cpu_threads) {
+std::unique_ptr<Backend> make_backend(BackendKind kind, int cpu_threads, CpuPrecision precision) {
   if (kind == BackendKind::Auto) kind = cuda_device_count() > 0 ? BackendKind::Cuda : BackendKind::Cpu;
-  if (kind == BackendKind::Cpu) return std::make_unique<CpuBackend>(cpu_threads);
+  if (kind == BackendKind::Cpu) {
+    if (precision == CpuPrecision::Fast) return std::make_unique<CpuFastBackend>(cpu_threads);
+    return std::make_unique<CpuBackend>(cpu_threads);
+  }
 #ifdef LAZYSCOPE_HAVE_CUDA
   if (cuda_device_count() == 0) throw Error("--backend cuda: no CUDA GPU is visible on this machine");
   return cuda::make_backend();
@@ -30,13 +34,13 @@ std::unique_ptr<Backend> make_backend(BackendKind kind, int cpu_threads) {
 }
 
 std::unique_ptr<Backend> make_backend_for(BackendKind kind, const ModelShape& shape, int cpu_threads,
-                                          std::string* note) {
-  std::unique_ptr<Backend> backend = make_backend(kind, cpu_threads);
+                                          std::string* note, CpuPrecision precision) {
+  std::unique_ptr<Backend> backend = make_backend(kind, cpu_threads, precision);
   const std::string why = backend->unsupported_reason(shape);
   if (why.empty()) return backend;
   if (kind != BackendKind::Auto) throw Error("--backend " + backend->name() + ": " + why);
   if (note) *note = "the " + backend->name() + " backend cannot run this model (" + why + "): using the CPU";
-  return make_backend(BackendKind::Cpu, cpu_threads);
+  return make_backend(BackendKind::Cpu, cpu_threads, precision);
 }
 
 std::unique_ptr<DeviceTracer> make_device_tracer(std::string* why) { return make_device_tracer(DeviceTraceOptions{}, why); }

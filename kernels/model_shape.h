@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <vector>
 
+#include "kernels/weight_format.h"
+
 namespace lazyscope {
 
 struct RopeParams {
@@ -54,6 +56,11 @@ struct WeightsView {
   const float* final_norm = nullptr;  // [hidden]
   const float* lm_head = nullptr;     // [vocab, hidden]; equals embed when tied
   std::vector<LayerWeightsView> layers;
+  // The same matrices in their stored format, when the loader kept it (GGUF blocks); empty
+  // otherwise. The fast CPU backend prefers these; everything else reads the fp32 pointers.
+  PackedMatrix embed_packed;
+  PackedMatrix lm_head_packed;
+  std::vector<PackedLayerView> packed_layers;
 };
 
 }  // namespace lazyscope

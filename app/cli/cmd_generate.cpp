@@ -1,5 +1,5 @@
-// lazyscope-cli generate: run a request under a mode and policy, or compare two policies step
-// by step (max |Δlogit|, argmax agreement), and write logits dumps (docs/formats.md).
+// lazyscope-cli generate: run a request under a mode and policy, or compare two policies (each
+// on its own KV pool) by the engine's equivalence rule, and write logits dumps (docs/formats.md).
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -11,6 +11,7 @@
 #include "app/cli/progress_bar.h"
 #include "engine/model/model_loader.h"
 #include "engine/runtime/default_model.h"
+#include "engine/runtime/equivalence.h"
 #include "engine/runtime/request_preparation.h"
 #include "engine/runtime/session.h"
 #include "base/atomic_file.h"
@@ -31,6 +32,7 @@ struct GenerateArgs {
   std::string compare;
   std::string dump_logits;
   std::string backend = "auto";
+  std::string cpu_precision = "fast";
   std::string kv_budget = "256MiB";
   std::string chat = "auto";
   std::string record;
@@ -103,44 +105,29 @@ void print_result(const RunResult& r) {
   std::printf("  output: %s\n", r.generated_text.c_str());
 }
 
-// Per step: both argmaxes and max |Δlogit|. A flip where each run's margin between the two
-// tokens is within that step's |Δlogit| is a near-tie (rounding), reported but not a failure.
-int print_comparison(const RunResult& a, const RunResult& b) {
-  const std::size_t steps = std::min(a.step_logits.size(), b.step_logits.size());
+// The engine's equivalence rule: per step max |Δlogit| while the greedy tokens agree; at the
+// first flip, a near-tie (both runs had the two tokens within rounding) or a real difference;
+// nothing after it. Returns true when the runs are different.
+bool print_comparison(const RunResult& a, const RunResult& b) {
+  const EquivalenceResult eq = compare_greedy_runs(a.step_logits, a.generated_ids, b.step_logits, b.generated_ids,
+                                                   logit_tolerance_for(a.backend));
   std::printf("\nstep  %-14s %-14s  max|dlogit|  argmax\n", a.policy.c_str(), b.policy.c_str());
-  double worst = 0.0;
-  int real_disagreements = 0;
-  bool near_tie = false;
-  std::size_t compared = 0;
-  for (std::size_t i = 0; i < steps; ++i) {
-    const auto& x = a.step_logits[i];
-    const auto& y = b.step_logits[i];
-    double diff = 0.0;
-    for (std::size_t v = 0; v < x.size() && v < y.size(); ++v) diff = std::max(diff, double(std::fabs(x[v] - y[v])));
-    worst = std::max(worst, diff);
-    ++compared;
-    const int32_t ta = i < a.generated_ids.size() ? a.generated_ids[i] : -1;
-    const int32_t tb = i < b.generated_ids.size() ? b.generated_ids[i] : -1;
-    if (ta == tb) {
-      std::printf("%4zu  %-14d %-14d  %.3e    same\n", i, ta, tb, diff);
-      continue;
+  for (const StepComparison& s : eq.steps) {
+    if (!s.tokens_differ()) {
+      std::printf("%4d  %-14d %-14d  %.3e    same\n", s.step, s.token_a, s.token_b, s.max_abs_diff);
+    } else {
+      std::printf("%4d  %-14d %-14d  %.3e    DIFFERS: each prefers its token by %.3e / %.3e (rounding bound %.3e)\n",
+                  s.step, s.token_a, s.token_b, s.max_abs_diff, s.margin_a, s.margin_b, s.tolerance);
     }
-    const double margin_a = ta >= 0 && tb >= 0 ? double(x[ta]) - double(x[tb]) : 1e30;
-    const double margin_b = ta >= 0 && tb >= 0 ? double(y[tb]) - double(y[ta]) : 1e30;
-    near_tie = margin_a <= diff && margin_b <= diff;
-    std::printf("%4zu  %-14d %-14d  %.3e    DIFFERS: top-2 margins %.3e / %.3e %s\n", i, ta, tb, diff, margin_a,
-                margin_b, near_tie ? "(near-tie, within rounding)" : "(larger than the logit difference)");
-    if (!near_tie) ++real_disagreements;
-    break;  // after a divergence the two runs continue from different tokens
   }
-  if (real_disagreements) {
-    std::printf("\nDIFFERENT: greedy tokens differ beyond rounding, max |dlogit| %.3e\n", worst);
-  } else if (near_tie) {
-    std::printf("\nequivalent up to a near-tie: tokens agree until a flip within rounding, max |dlogit| %.3e\n", worst);
-  } else {
-    std::printf("\nidentical: greedy tokens agree over %zu steps, max |dlogit| %.3e\n", compared, worst);
+  if (eq.uncompared_steps > 0) {
+    std::printf("      %d later step(s) not compared: the runs continue from different tokens\n", eq.uncompared_steps);
   }
-  return real_disagreements;
+  const char* verdict = eq.verdict == EquivalenceVerdict::Identical ? "identical"
+                        : eq.verdict == EquivalenceVerdict::NearTie ? "equivalent up to a near-tie"
+                                                                    : "DIFFERENT";
+  std::printf("\n%s: %s\n", verdict, eq.explanation.c_str());
+  return eq.verdict == EquivalenceVerdict::Different;
 }
 
 void run_generate(const GenerateArgs& args) {
@@ -172,6 +159,7 @@ void run_generate(const GenerateArgs& args) {
   options.kv_budget_bytes = parse_byte_size(args.kv_budget);
   options.block_size = args.block_size;
   options.cpu_threads = args.threads;
+  options.cpu_precision = parse_cpu_precision(args.cpu_precision);
   options.trace_device = args.trace_gpu;
   if (args.trace_gpu && args.record.empty()) throw Error("--trace-gpu needs --record FILE (the trace is saved in the report)");
   std::vector<Request> requests;
@@ -231,7 +219,7 @@ void run_generate(const GenerateArgs& args) {
         std::printf("  logits dump: %s\n", path.c_str());
       }
     }
-    if (results.size() == 2) different += print_comparison(results[0], results[1]);
+    if (results.size() == 2 && print_comparison(results[0], results[1])) ++different;
   }
   if (!args.record.empty()) {
     recorder.set_metadata("model", session.config().name);
@@ -248,7 +236,7 @@ void run_generate(const GenerateArgs& args) {
     save_session_sqlite(recorder.snapshot(), args.record);
     std::printf("session report: %s\n", args.record.c_str());
   }
-  if (different != 0) throw Error("the two policies produced different greedy tokens");
+  if (different != 0) throw Error("the two policies are not equivalent (beyond rounding): see the comparison above");
 }
 
 }  // namespace
@@ -281,6 +269,10 @@ void add_generate_command(CLI::App& app) {
                   "Override the request's max_new_tokens (generation also stops at the model's context)")
       ->check(in_range<int>(0, int(limits::kMaxNewTokens)));
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->check(in_range(0, limits::kMaxThreads));
+  cmd->add_option("--cpu-precision", args->cpu_precision,
+                  "CPU backend: fast (weights in their file's format, int8/SIMD kernels) or exact (the fp32 reference)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fast", "exact"}));
   cmd->add_option("--chat", args->chat,
                   "Wrap text requests in the model's chat template: auto (when the model has one), on (a plain "
                   "Document/Question wording when it has none), off")

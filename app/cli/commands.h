@@ -11,6 +11,7 @@ void add_generate_command(CLI::App& app);     // cmd_generate.cpp
 void add_cache_demo_command(CLI::App& app);   // cmd_cache_demo.cpp
 void add_corpus_command(CLI::App& app);       // cmd_corpus.cpp
 void add_session_command(CLI::App& app);      // cmd_session.cpp
+void add_eval_command(CLI::App& app);         // cmd_eval.cpp
 void add_workload_command(CLI::App& app);     // cmd_workload.cpp
 void add_overhead_command(CLI::App& app);     // cmd_overhead.cpp
 

@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   lazyscope::cli::add_cache_demo_command(app);
   lazyscope::cli::add_corpus_command(app);
   lazyscope::cli::add_session_command(app);
+  lazyscope::cli::add_eval_command(app);
   lazyscope::cli::add_workload_command(app);
   lazyscope::cli::add_overhead_command(app);
   try {

@@ -22,7 +22,7 @@ bool parse_command_line(const QStringList& arguments, WorkbenchOptions* options,
                                   "Corpus SQLite store (lazyscope-cli corpus import).", "DB");
   const QCommandLineOption backend("backend", "Compute backend: auto, cpu or cuda.",
                                    "auto|cpu|cuda", "auto");
-  const QCommandLineOption budget("kv-budget", "KV pool size, e.g. 64MiB, 1GiB; auto: ~640 blocks.",
+  const QCommandLineOption budget("kv-budget", "KV pool size per policy (every policy has its own pool), e.g. 64MiB, 1GiB; auto: 256 blocks each.",
                                   "BYTES", "auto");
   const QCommandLineOption screenshot("screenshot", "Save the window to FILE (PNG) and quit.",
                                       "FILE");
@@ -33,7 +33,10 @@ bool parse_command_line(const QStringList& arguments, WorkbenchOptions* options,
   const QCommandLineOption trace_gpu(
       "trace-gpu", "CUDA backend: record every GPU kernel and copy (CUPTI) with the engine's NVTX "
                    "ranges; they appear on the Timeline's GPU lane and in exported reports.");
-  for (const auto& o : {model, corpus, backend, budget, trace_gpu, screenshot, demo, size})
+  const QCommandLineOption precision(
+      "cpu-precision", "CPU backend: fast (weights in their file's format, SIMD kernels) or exact (the fp32 reference).",
+      "fast|exact", "fast");
+  for (const auto& o : {model, corpus, backend, budget, precision, trace_gpu, screenshot, demo, size})
     parser.addOption(o);
   if (!parser.parse(arguments)) {
     *error = parser.errorText();
@@ -55,6 +58,12 @@ bool parse_command_line(const QStringList& arguments, WorkbenchOptions* options,
     *error = QStringLiteral("--backend must be auto, cpu or cuda, not '%1'").arg(options->backend);
     return false;
   }
+  const QString precision_text = parser.value(precision).toLower();
+  if (precision_text != "fast" && precision_text != "exact") {
+    *error = QStringLiteral("--cpu-precision must be fast or exact, not '%1'").arg(precision_text);
+    return false;
+  }
+  options->cpu_exact = precision_text == "exact";
   const QString budget_text = parser.value(budget);
   if (budget_text != "auto") {
     try {

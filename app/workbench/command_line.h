@@ -7,14 +7,19 @@
 
 namespace lazyscope::workbench {
 
+// --kv-budget auto: this many blocks per policy pool, sized by the session with its backend's
+// own KV element size (fp32 on the CPU, bf16 on the GPU).
+constexpr int kAutoKvBlocksPerPolicy = 256;
+
 struct WorkbenchOptions {
   QString model;   // empty: the default model
   QString corpus;  // empty: the bundled sample corpus
   QString backend = QStringLiteral("auto");
-  qint64 kv_budget_bytes = 0;      // 0: about 640 blocks of the loaded model
+  qint64 kv_budget_bytes = 0;      // per policy; 0: kAutoKvBlocksPerPolicy blocks
   QString screenshot;              // save the window to this PNG, then quit
   bool demo = false;               // retrieve, run lazy + materialized, reorder, run again
   bool trace_gpu = false;          // CUPTI kernel timeline in the Timeline dock (CUDA backend)
+  bool cpu_exact = false;          // --cpu-precision exact: the fp32 reference on the CPU
   QSize window_size;               // fixed size (screenshots); empty: saved layout or default
   bool restore_layout = true;      // QSettings geometry and dock state
   bool load_default_model = true;  // tests turn this off to open models themselves

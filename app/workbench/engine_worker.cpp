@@ -4,10 +4,11 @@
 #include <map>
 #include <string>
 
-#include "app/workbench/model_locator.h"
+#include "app/workbench/command_line.h"
 #include "app/workbench/models/equivalence_model.h"
 #include "engine/model/config.h"
 #include "engine/model/model_loader.h"
+#include "engine/runtime/default_model.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "base/error.h"
 
@@ -71,6 +72,7 @@ void EngineWorker::openModel(const QString& path, const QString& backend, qint64
     else
       options.kv_budget_bytes = std::size_t(kv_budget_bytes);
     options.trace_device = trace_device_;
+    options.cpu_precision = cpu_exact_ ? CpuPrecision::Exact : CpuPrecision::Fast;
     auto progress = [this](double fraction, std::string_view what) {
       Q_EMIT this->progress(fraction, QString::fromUtf8(what.data(), qsizetype(what.size())));
     };
@@ -124,28 +126,21 @@ void EngineWorker::openModel(const QString& path, const QString& backend, qint64
 }
 
 void EngineWorker::openDefaultModel(const QString& backend, qint64 kv_budget_bytes) {
-  QString path;
-  if (auto installed = installed_default_model()) {
-    path = *installed;
-  } else {
-    path = tiny_model_dir();
-    if (!tiny_model_present(path)) {
-      Q_EMIT busyChanged(true);
-      try {
-        write_tiny_model(path, [this](double fraction, std::string_view what) {
-          Q_EMIT progress(fraction, QStringLiteral("Making the tiny model: ") +
-                                        QString::fromUtf8(what.data(), qsizetype(what.size())));
-        });
-      } catch (const std::exception& e) {
-        Q_EMIT failed(QStringLiteral("Could not make the tiny model in %1").arg(path),
-                      QString::fromUtf8(e.what()));
-        Q_EMIT busyChanged(false);
-        return;
-      }
-      Q_EMIT busyChanged(false);
-    }
+  ResolvedModel resolved;
+  Q_EMIT busyChanged(true);
+  try {
+    // The installed default, else the generated tiny model (made on first use, as the CLI does).
+    resolved = resolve_model("default", [this](double fraction, std::string_view what) {
+      Q_EMIT progress(fraction, QStringLiteral("Making the tiny model: ") +
+                                    QString::fromUtf8(what.data(), qsizetype(what.size())));
+    });
+  } catch (const std::exception& e) {
+    Q_EMIT failed(QStringLiteral("Could not find or make the default model"), QString::fromUtf8(e.what()));
+    Q_EMIT busyChanged(false);
+    return;
   }
-  openModel(path, backend, kv_budget_bytes);
+  Q_EMIT busyChanged(false);
+  openModel(QString::fromStdString(resolved.path.string()), backend, kv_budget_bytes);
 }
 
 void EngineWorker::runPlan(const RunPlan& plan) {

@@ -31,6 +31,8 @@ class EngineWorker : public QObject {
   SessionRecording recordingSnapshot() const;
   // Ask sessions opened from now on for a CUPTI device trace (SessionOptions::trace_device).
   void setTraceDevice(bool on) { trace_device_ = on; }
+  // CPU sessions opened from now on use the exact fp32 reference instead of the fast kernels.
+  void setCpuExact(bool on) { cpu_exact_ = on; }
 
  public Q_SLOTS:
   // Loads the model and builds a fresh Session; on failure the previous session stays usable.
@@ -72,6 +74,7 @@ class EngineWorker : public QObject {
   std::unique_ptr<Session> session_;
   std::atomic<bool> cancel_{false};
   std::atomic<bool> trace_device_{false};
+  std::atomic<bool> cpu_exact_{false};
 };
 
 // Registers the value types above for queued connections; call once before connecting.

@@ -21,13 +21,14 @@
 
 #include "app/workbench/corpus_source.h"
 #include "app/workbench/engine_worker.h"
-#include "app/workbench/model_locator.h"
+#include "app/workbench/workbench_resources.h"
 #include "app/workbench/models/cache_stats_model.h"
 #include "app/workbench/views/block_map_view.h"
 #include "app/workbench/views/cache_stats_view.h"
 #include "app/workbench/views/corpus_panel.h"
 #include "app/workbench/views/dock_title_tooltip.h"
 #include "app/workbench/views/equivalence_view.h"
+#include "app/workbench/views/evaluation_panel.h"
 #include "app/workbench/views/prompt_panel.h"
 #include "app/workbench/views/report_window.h"
 #include "app/workbench/views/shortcuts_help.h"
@@ -96,6 +97,7 @@ MainWindow::MainWindow(const WorkbenchOptions& options, QWidget* parent)
 
   worker_ = new EngineWorker;
   worker_->setTraceDevice(options_.trace_gpu);
+  worker_->setCpuExact(options_.cpu_exact);
   worker_->moveToThread(&worker_thread_);
   connect(&worker_thread_, &QThread::finished, worker_, &QObject::deleteLater);
   worker_thread_.setObjectName(QStringLiteral("lazyscope-engine"));
@@ -113,8 +115,20 @@ MainWindow::MainWindow(const WorkbenchOptions& options, QWidget* parent)
   connect(prompt_, &PromptPanel::stopRequested, this, &MainWindow::stopRun);
   connect(corpus_, &CorpusPanel::questionChanged, prompt_, &PromptPanel::setQuery);
   connect(block_map_->model(), &BlockMapModel::changed, this, &MainWindow::updateStatus);
+  evaluation_->setPromptSource([this] { return prompt_->systemText(); },
+                               [this] { return prompt_->chatMode(); });
+  connect(this, &MainWindow::modelReady, evaluation_, [this](const ModelInfo& info) {
+    evaluation_->setModel(info.name, info.path, info.backend, info.kv_budget_bytes);
+  });
+  connect(evaluation_, &EvaluationPanel::questionActivated, this,
+          [this](const QString& question, const std::vector<DocumentEntry>& passages) {
+            corpus_->setQuestion(question);
+            corpus_->selectedModel()->setDocuments(passages);
+            prompt_->setQuery(question);
+          });
   connect(block_map_, &BlockMapView::policyChanged, this, [this](const QString& policy) {
-    QMetaObject::invokeMethod(worker_, "emitSnapshot", Qt::QueuedConnection, Q_ARG(QString, policy));
+    QMetaObject::invokeMethod(worker_, "emitSnapshot", Qt::QueuedConnection,
+                              Q_ARG(QString, policy));
   });
 
   // Defaults from the bundled settings file; the user's own settings override them.
@@ -195,6 +209,10 @@ void MainWindow::buildDocks() {
          "With --trace-gpu on the CUDA backend a GPU lane shows each kernel and copy."));
   // Under the equivalence strip, not beside it: both want the full width of the outputs.
   splitDockWidget(equivalence_dock, timeline_dock, Qt::Vertical);
+  evaluation_ = new EvaluationPanel(this);
+  tabifyDockWidget(timeline_dock, make_dock(tr("Evaluation: answer quality"),
+                                            QStringLiteral("dock_evaluation"), evaluation_, this));
+  timeline_dock->raise();
   // The side docks own the bottom corners; the equivalence strip sits under the outputs.
   setCorner(Qt::BottomLeftCorner, Qt::LeftDockWidgetArea);
   setCorner(Qt::BottomRightCorner, Qt::RightDockWidgetArea);
@@ -360,7 +378,10 @@ void MainWindow::openDefaultModel() {
 
 bool MainWindow::openCorpus(const QString& path) {
   try {
-    corpus_->setCorpus(path.isEmpty() ? CorpusSource::openSample() : CorpusSource::open(path));
+    auto source = path.isEmpty() ? CorpusSource::openSample() : CorpusSource::open(path);
+    const int questions = int(source->questions().size());
+    corpus_->setCorpus(std::move(source));
+    evaluation_->setCorpus(path, questions);
     if (options_.restore_layout) remember_corpus(path);
     return true;
   } catch (const std::exception& e) {
@@ -535,7 +556,8 @@ bool MainWindow::exportSessionReport(const QString& path) {
     guard.check();
     save_session_sqlite(worker_->recordingSnapshot(), target);
   } catch (const std::exception& e) {
-    showError(tr("Could not export the session report to %1").arg(path), QString::fromUtf8(e.what()));
+    showError(tr("Could not export the session report to %1").arg(path),
+              QString::fromUtf8(e.what()));
     return false;
   }
   statusBar()->showMessage(tr("Session report written to %1").arg(path), 5000);
@@ -630,15 +652,16 @@ void MainWindow::updateStatus() {
                                    model_info_.device.toHtmlEscaped()));
   const BlockMapModel* m = block_map_->model();
   const int total = m->blockCount();
-  pool_label_->setText(total == 0 ? tr("KV pool: –")
-                                  : tr("KV pool of %6: %1 / %2 blocks (%3 of %4) · block %5 tokens · "
-                                       "one pool per policy")
-                                        .arg(m->usedBlocks())
-                                        .arg(total)
-                                        .arg(format_bytes(m->bytesPerBlock() * m->usedBlocks()))
-                                        .arg(format_bytes(m->bytesPerBlock() * total))
-                                        .arg(m->blockSize())
-                                        .arg(m->policy()));
+  pool_label_->setText(total == 0
+                           ? tr("KV pool: –")
+                           : tr("KV pool of %6: %1 / %2 blocks (%3 of %4) · block %5 tokens · "
+                                "one pool per policy")
+                                 .arg(m->usedBlocks())
+                                 .arg(total)
+                                 .arg(format_bytes(m->bytesPerBlock() * m->usedBlocks()))
+                                 .arg(format_bytes(m->bytesPerBlock() * total))
+                                 .arg(m->blockSize())
+                                 .arg(m->policy()));
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

@@ -19,6 +19,7 @@ class CacheStatsView;
 class CorpusPanel;
 class EngineWorker;
 class EquivalenceView;
+class EvaluationPanel;
 class PromptPanel;
 class TimelineView;
 class WorkloadLabPanel;
@@ -63,6 +64,7 @@ class MainWindow : public QMainWindow {
   BlockMapView* blockMapView() { return block_map_; }
   CacheStatsView* cacheStatsView() { return stats_; }
   TimelineView* timelineView() { return timeline_; }
+  EvaluationPanel* evaluationPanel() { return evaluation_; }
   EngineWorker* worker() { return worker_; }
   WorkloadLabPanel* workloadLab() { return workload_lab_; }
   void showWorkloadLab();
@@ -115,6 +117,7 @@ class MainWindow : public QMainWindow {
   TimelineView* timeline_ = nullptr;
   WorkloadLabPanel* workload_lab_ = nullptr;
   QDockWidget* workload_dock_ = nullptr;
+  EvaluationPanel* evaluation_ = nullptr;
   QLabel* model_label_ = nullptr;
   QLabel* pool_label_ = nullptr;
   QLabel* activity_label_ = nullptr;

@@ -44,22 +44,28 @@ QString EquivalenceReport::summary() const {
   if (steps.empty())
     return QStringLiteral("no steps to compare yet: run %1 and %2").arg(key_a, key_b);
   const QString worst = QString::number(double(max_abs_diff()), 'e', 1);
-  const int tokens = std::min(tokens_a, tokens_b);
-  const int bad = mismatches();
   QString text;
-  if (bad == 0 && same_tokens)
-    text = QStringLiteral("%1 vs %2: identical over %3 tokens, max |Δ| %4")
-               .arg(key_a, key_b)
-               .arg(tokens)
-               .arg(worst);
-  else
-    text =
-        QStringLiteral("%1 vs %2: argmax differs at %3 of %4 steps (first at step %5), max |Δ| %6")
-            .arg(key_a, key_b)
-            .arg(bad)
-            .arg(int(steps.size()))
-            .arg(first_mismatch())
-            .arg(worst);
+  switch (verdict) {
+    case EquivalenceVerdict::Identical:
+      text = QStringLiteral("%1 vs %2: identical over %3 tokens, max |Δ| %4")
+                 .arg(key_a, key_b)
+                 .arg(int(steps.size()))
+                 .arg(worst);
+      break;
+    case EquivalenceVerdict::NearTie:
+      text = QStringLiteral("%1 vs %2: identical for %3 tokens, then a near-tie at step %4 "
+                            "(both runs had the two tokens within rounding), max |Δ| %5; "
+                            "%6 later steps not compared")
+                 .arg(key_a, key_b)
+                 .arg(first_mismatch())
+                 .arg(first_mismatch())
+                 .arg(worst)
+                 .arg(uncompared_steps);
+      break;
+    case EquivalenceVerdict::Different:
+      text = QStringLiteral("%1 vs %2: DIFFERENT: %3").arg(key_a, key_b, explanation);
+      break;
+  }
   if (tokens_a != tokens_b)
     text += QStringLiteral(" (%1 generated %2 tokens, %3 generated %4)")
                 .arg(key_a)

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/events/events.h"
+#include "engine/runtime/equivalence.h"
 #include "engine/runtime/request.h"
 #include "engine/runtime/request_preparation.h"
 #include "engine/runtime/session.h"
@@ -74,11 +75,15 @@ struct EquivalenceStep {
   bool mismatch() const { return argmax_a != argmax_b; }
 };
 
+// The engine's equivalence rule (engine/runtime/equivalence.h) with what the strip shows.
 struct EquivalenceReport {
   QString key_a, key_b;  // "lazy", "materialized"
-  std::vector<EquivalenceStep> steps;
-  int tokens_a = 0, tokens_b = 0;  // generated tokens of each run
-  bool same_tokens = true;         // generated ids identical over the shorter run
+  std::vector<EquivalenceStep> steps;  // compared steps: up to and including the first flip
+  int uncompared_steps = 0;            // after a flip the runs continue from different tokens
+  int tokens_a = 0, tokens_b = 0;      // generated tokens of each run
+  bool same_tokens = true;             // generated ids identical over the shorter run
+  EquivalenceVerdict verdict = EquivalenceVerdict::Identical;
+  QString explanation;                 // the rule's sentence: where and why
   float max_abs_diff() const;
   int mismatches() const;
   int first_mismatch() const;  // -1 when none

@@ -1,10 +1,11 @@
 #include "engine/kv/cache_manager.h"
 
 #include <algorithm>
+#include <exception>
 #include <string>
-#include <unordered_set>
 
 #include "base/error.h"
+#include "engine/kv/plan_builder.h"
 
 namespace lazyscope {
 namespace {
@@ -20,8 +21,6 @@ uint64_t fnv_bytes(uint64_t h, const void* data, std::size_t size) {
   }
   return h;
 }
-
-int blocks_for(int tokens, int block_size) { return (tokens + block_size - 1) / block_size; }
 
 }  // namespace
 
@@ -91,7 +90,19 @@ void KvCacheManager::emit_block(BlockAction action, int32_t block, const CachedS
                                 int64_t source_segment) {
   if (!sink_) return;
   const BlockState& b = pool_.at(block);
-  sink_->on_block(BlockEvent{pool_name_, action, block, segment.id, b.refcount, b.shift, source_segment});
+  queued_.blocks.push_back(BlockEvent{pool_name_, action, block, segment.id, b.refcount, b.shift, source_segment});
+}
+
+KvCacheManager::QueuedEvents KvCacheManager::take_events() {
+  QueuedEvents out = std::move(queued_);
+  queued_ = {};
+  return out;
+}
+
+void KvCacheManager::deliver(const QueuedEvents& events) const {
+  if (!sink_) return;
+  for (const BlockEvent& e : events.blocks) sink_->on_block(e);
+  if (events.pool) sink_->on_pool(*events.pool);
 }
 
 CachedSegment& KvCacheManager::new_segment(SegmentKind kind, std::string label, uint64_t key) {
@@ -194,358 +205,56 @@ RequestPlan KvCacheManager::plan(const PromptLayout& layout, Mode mode, Policy p
   if (layout.query.empty() && layout.documents.empty() && layout.prefix.empty()) {
     throw Error("the prompt is empty");
   }
-  std::lock_guard lock(mutex_);
   RequestPlan plan;
   plan.mode = mode;
   plan.policy = policy;
-  evicted_in_plan_ = 0;
-  try {
-    if (mode == Mode::Full) {
-      plan_full(layout, plan);
-    } else {
-      plan_block(layout, plan);
+  QueuedEvents events;
+  std::exception_ptr failure;
+  {
+    std::lock_guard lock(mutex_);
+    evicted_in_plan_ = 0;
+    try {
+      PlanBuilder builder(*this, layout, plan);
+      if (mode == Mode::Full) {
+        plan_full_attention(builder);
+      } else {
+        plan_block_attention(builder);
+      }
+    } catch (...) {
+      // Roll back: nothing stays held, nothing half-encoded is published.
+      for (int64_t id : plan.held) release_segment(id);
+      for (int64_t id : plan.pending) free_segment(id, false);
+      for (int64_t id : plan.ephemeral) free_segment(id, false);
+      failure = std::current_exception();
     }
-  } catch (...) {
-    // Roll back: nothing stays held, nothing half-encoded is published.
-    for (int64_t id : plan.held) release_segment(id);
-    for (int64_t id : plan.pending) free_segment(id, false);
-    for (int64_t id : plan.ephemeral) free_segment(id, false);
-    throw;
+    events = take_events();
   }
+  deliver(events);  // outside the lock: a sink may call back into the manager
+  if (failure) std::rethrow_exception(failure);
   plan.stats.blocks_evicted = evicted_in_plan_;
   plan.stats.prompt_tokens = layout.total_tokens();
   return plan;
 }
 
-namespace {
-
-std::vector<int32_t> iota_positions(int start, int count) {
-  std::vector<int32_t> p(count);
-  for (int i = 0; i < count; ++i) p[i] = start + i;
-  return p;
-}
-
-}  // namespace
-
-// Fills a segment's blocks with `tokens` from `start`, returning the slots and its table entries.
-struct KvCacheManager::Builder {
-  static void fill(const std::vector<int32_t>& blocks, int tokens, int block_size, int shift,
-                   std::vector<int32_t>* slots, std::vector<BlockRef>* table) {
-    for (int i = 0; i < tokens; ++i) {
-      if (slots) slots->push_back(blocks[i / block_size] * block_size + i % block_size);
-    }
-    for (std::size_t b = 0; b < blocks.size(); ++b) {
-      int valid = std::min(block_size, tokens - int(b) * block_size);
-      if (valid > 0 && table) table->push_back(BlockRef{blocks[b], shift, valid});
-    }
-  }
-};
-
-void KvCacheManager::plan_block(const PromptLayout& layout, RequestPlan& plan) {
-  const int B = pool_.block_size();
-  const int P = int(layout.prefix.size());
-  const bool reuse = plan.policy != Policy::None;
-  const uint64_t identity_hash = hash_string(0, identity_);
-  const uint64_t prefix_key = hash_tokens(hash_string(identity_hash, "prefix"), layout.prefix);
-
-  // Prefix: causal at [0, P).
-  std::vector<BlockRef> prefix_table;
-  if (P > 0) {
-    CachedSegment* hit = reuse ? find_published(prefix_key, layout.prefix) : nullptr;
-    int64_t id;
-    if (hit) {
-      acquire(*hit, plan, true);
-      id = hit->id;
-      plan.stats.cached_tokens += P;
-    } else {
-      CachedSegment& s = new_segment(SegmentKind::Prefix, "prefix", prefix_key);
-      s.tokens = layout.prefix;
-      id = s.id;
-      acquire(s, plan, false);
-      (reuse ? plan.pending : plan.ephemeral).push_back(id);
-      allocate(blocks_for(P, B), segments_.at(id), plan);
-      SegmentTask task;
-      task.segment = id;
-      task.tokens = layout.prefix;
-      task.positions = iota_positions(0, P);
-      Builder::fill(segments_.at(id).blocks, P, B, 0, &task.slots, &task.table);
-      plan.encodes.push_back(std::move(task));
-    }
-    Builder::fill(segments_.at(id).blocks, P, B, 0, nullptr, &prefix_table);
-    plan.placements.push_back(
-        {id, SegmentKind::Prefix, "prefix", 0, P, 0, hit != nullptr, false, -1, segments_.at(id).blocks});
-  }
-
-  plan.table = prefix_table;
-  std::unordered_map<uint64_t, int64_t> bases_this_request;  // doc key -> base used here
-  std::unordered_set<int64_t> made_here;                     // segments encoded or copied here
-  std::unordered_set<uint64_t> placed_keys;                  // documents placed so far
-  enum class Use { Hit, Miss, Repeat };
-  int start = P;
-  for (std::size_t k = 0; k < layout.documents.size(); ++k) {
-    const std::vector<int32_t>& doc = layout.documents[k];
-    const int L = int(doc.size());
-    const int shift = start - P;
-    const std::string label =
-        k < layout.document_labels.size() ? layout.document_labels[k] : "document " + std::to_string(k);
-    plan.stats.documents += 1;
-    if (L == 0) {
-      plan.stats.document_hits += 1;
-      continue;
-    }
-    const uint64_t doc_key = hash_tokens(prefix_key, doc);
-
-    // Encodes the document at [P, P+L) into a new segment keyed `key`.
-    auto encode_new = [&](bool publish, uint64_t key) -> int64_t {
-      CachedSegment& s = new_segment(SegmentKind::Document, label, key);
-      s.tokens = doc;
-      s.encode_position = P;
-      const int64_t id = s.id;
-      acquire(s, plan, false);
-      (publish ? plan.pending : plan.ephemeral).push_back(id);
-      allocate(blocks_for(L, B), segments_.at(id), plan);
-      SegmentTask task;
-      task.segment = id;
-      task.tokens = doc;
-      task.positions = iota_positions(P, L);
-      task.table = prefix_table;
-      Builder::fill(segments_.at(id).blocks, L, B, 0, &task.slots, &task.table);
-      plan.encodes.push_back(std::move(task));
-      bases_this_request[doc_key] = id;
-      made_here.insert(id);
-      return id;
-    };
-
-    // The document's KV at its encoding positions [P, P+L): cached before this request (a hit),
-    // made earlier in this request (a repeat), or encoded now (a miss).
-    auto base_segment = [&](bool publish, Use* use) -> int64_t {
-      if (auto it = bases_this_request.find(doc_key); it != bases_this_request.end() && plan.policy != Policy::None) {
-        *use = made_here.count(it->second) ? Use::Repeat : Use::Hit;
-        return it->second;
-      }
-      if (publish) {
-        if (CachedSegment* hit = find_published(doc_key, doc)) {
-          acquire(*hit, plan, true);
-          bases_this_request[doc_key] = hit->id;
-          *use = Use::Hit;
-          return hit->id;
-        }
-      }
-      *use = Use::Miss;
-      return encode_new(publish, doc_key);
-    };
-
-    // A copy of `base` with keys rotated by `shift` (materialize).
-    auto copy_of = [&](int64_t base, CachedSegment& dst) {
-      const std::vector<int32_t> src_blocks = segments_.at(base).blocks;
-      std::vector<int32_t> dst_blocks = allocate(int(src_blocks.size()), dst, plan);
-      dst.source_segment = base;
-      made_here.insert(dst.id);
-      for (std::size_t b = 0; b < src_blocks.size(); ++b) {
-        int valid = std::min(B, L - int(b) * B);
-        plan.copies.push_back(BlockCopy{src_blocks[b], dst_blocks[b], shift, valid});
-        pool_.at(dst_blocks[b]).shift = shift;
-        emit_block(BlockAction::Copied, dst_blocks[b], dst, base);
-        plan.stats.bytes_copied += int64_t(bytes_per_block_) * valid / B;
-      }
-    };
-
-    Use use = Use::Miss;
-    int64_t used = -1;
-    int table_shift = 0;
-    switch (plan.policy) {
-      case Policy::None:
-      case Policy::Lazy: {
-        used = base_segment(plan.policy == Policy::Lazy, &use);
-        table_shift = shift;
-        break;
-      }
-      case Policy::Materialized: {
-        const int64_t base = base_segment(true, &use);
-        if (shift == 0) {
-          used = base;
-        } else {
-          CachedSegment& c = new_segment(SegmentKind::Copy, label, 0);
-          c.tokens = doc;
-          c.encode_position = start;
-          c.shift = shift;
-          used = c.id;
-          acquire(c, plan, false);
-          plan.ephemeral.push_back(used);
-          copy_of(base, segments_.at(used));
-        }
-        break;
-      }
-      case Policy::Positional: {
-        const uint64_t pos_key = hash_tokens(doc_key, {start});
-        if (CachedSegment* hit = find_published(pos_key, doc)) {
-          acquire(*hit, plan, true);
-          used = hit->id;
-          use = Use::Hit;
-        } else if (auto it = bases_this_request.find(pos_key); it != bases_this_request.end()) {
-          used = it->second;
-          use = Use::Repeat;  // only this request's own encodes and copies are remembered here
-        } else if (shift == 0) {
-          used = encode_new(true, pos_key);  // encoded where it sits: the copy is the base
-          use = Use::Miss;
-          bases_this_request[pos_key] = used;
-        } else {
-          const int64_t base = base_segment(false, &use);
-          if (use == Use::Hit) use = Use::Miss;  // not reachable: positional bases are never published
-          CachedSegment& c = new_segment(SegmentKind::Copy, label, pos_key);
-          c.tokens = doc;
-          c.encode_position = start;
-          c.shift = shift;
-          used = c.id;
-          acquire(c, plan, false);
-          plan.pending.push_back(used);
-          copy_of(base, segments_.at(used));
-          bases_this_request[pos_key] = used;
-        }
-        break;
-      }
-      case Policy::Prefix:
-        throw Error("policy 'prefix' cannot plan block attention");
-    }
-    // A second placement of a document in one request is a repeat, whatever served it.
-    if (!placed_keys.insert(doc_key).second) use = Use::Repeat;
-    if (use == Use::Hit) {
-      plan.stats.document_hits += 1;
-      plan.stats.cached_tokens += L;
-    } else if (use == Use::Repeat) {
-      plan.stats.document_repeats += 1;
-      plan.stats.repeat_tokens += L;
-    }
-    const CachedSegment& placed = segments_.at(used);
-    Builder::fill(placed.blocks, L, B, table_shift, nullptr, &plan.table);
-    plan.placements.push_back({used, placed.kind, label, start, L, shift, use == Use::Hit, use == Use::Repeat,
-                               placed.source_segment, placed.blocks});
-    start += L;
-  }
-
-  // Query: fresh blocks right after the last document; generated tokens follow it.
-  const int Q = int(layout.query.size());
-  if (Q == 0) throw Error("block mode needs a non-empty query: its last token gives the prompt's logits");
-  CachedSegment& q = new_segment(SegmentKind::Query, "query", 0);
-  q.tokens = layout.query;
-  q.encode_position = start;
-  const int64_t qid = q.id;
-  acquire(q, plan, false);
-  plan.ephemeral.push_back(qid);
-  plan.tail_segment = qid;
-  plan.prompt.segment = qid;
-  plan.prompt.lazy = plan.policy == Policy::Lazy || plan.policy == Policy::None;
-  if (Q > 0) {
-    allocate(blocks_for(Q, B), segments_.at(qid), plan);
-    plan.prompt.tokens = layout.query;
-    plan.prompt.positions = iota_positions(start, Q);
-    Builder::fill(segments_.at(qid).blocks, Q, B, 0, &plan.prompt.slots, &plan.table);
-  }
-  plan.placements.push_back({qid, SegmentKind::Query, "query", start, Q, 0, false, false, -1, segments_.at(qid).blocks});
-  plan.prompt.table = plan.table;
-  plan.next_position = start + Q;
-  // Encoded segments' blocks: set their valid counts for display.
-  for (const auto& [id, s] : segments_) {
-    int remaining = int(s.tokens.size());
-    for (int32_t b : s.blocks) {
-      pool_.at(b).valid = std::min(B, std::max(0, remaining));
-      remaining -= B;
-    }
-  }
-}
-
-void KvCacheManager::plan_full(const PromptLayout& layout, RequestPlan& plan) {
-  const int B = pool_.block_size();
-  std::vector<int32_t> tokens = layout.prefix;
-  std::vector<std::pair<int, int>> doc_spans;  // [begin, end) of each document
-  for (const auto& d : layout.documents) {
-    doc_spans.push_back({int(tokens.size()), int(tokens.size() + d.size())});
-    tokens.insert(tokens.end(), d.begin(), d.end());
-  }
-  tokens.insert(tokens.end(), layout.query.begin(), layout.query.end());
-  const int N = int(tokens.size());
-
-  // vLLM-style chained hashes of full blocks; a hit needs every preceding block to hit.
-  int hit_blocks = 0;
-  std::vector<uint64_t> chain;
-  uint64_t h = hash_string(0, identity_ + "|full");
-  for (int b = 0; b + 1 <= N / B; ++b) {
-    h = hash_tokens(h, std::vector<int32_t>(tokens.begin() + b * B, tokens.begin() + (b + 1) * B));
-    chain.push_back(h);
-  }
-  if (plan.policy == Policy::Prefix) {
-    for (std::size_t b = 0; b < chain.size(); ++b) {
-      std::vector<int32_t> block_tokens(tokens.begin() + b * B, tokens.begin() + (b + 1) * B);
-      if (!find_published(chain[b], block_tokens)) break;
-      hit_blocks = int(b) + 1;
-    }
-    if (hit_blocks * B >= N) --hit_blocks;  // at least one token must run to produce logits
-    for (int b = 0; b < hit_blocks; ++b) {
-      std::vector<int32_t> block_tokens(tokens.begin() + b * B, tokens.begin() + (b + 1) * B);
-      CachedSegment* s = find_published(chain[b], block_tokens);
-      acquire(*s, plan, true);
-      Builder::fill(s->blocks, B, B, 0, nullptr, &plan.table);
-    }
-  }
-  const int cached = hit_blocks * B;
-  plan.stats.cached_tokens = cached;
-  plan.prompt.lazy = false;
-  plan.prompt.tokens.assign(tokens.begin() + cached, tokens.end());
-  plan.prompt.positions = iota_positions(cached, N - cached);
-  // New full blocks become cacheable segments (prefix policy); the tail is private.
-  const int full_blocks = N / B;
-  for (int b = hit_blocks; b < full_blocks && plan.policy == Policy::Prefix; ++b) {
-    CachedSegment& s = new_segment(SegmentKind::Prefix,
-                                   "tokens " + std::to_string(b * B) + "-" + std::to_string((b + 1) * B - 1),
-                                   chain[b]);
-    s.tokens.assign(tokens.begin() + b * B, tokens.begin() + (b + 1) * B);
-    s.encode_position = b * B;
-    const int64_t id = s.id;
-    acquire(s, plan, false);
-    plan.pending.push_back(id);
-    std::vector<int32_t> blk = allocate(1, segments_.at(id), plan);
-    pool_.at(blk[0]).valid = B;
-    Builder::fill(blk, B, B, 0, &plan.prompt.slots, &plan.table);
-  }
-  const int tail_start = plan.policy == Policy::Prefix ? std::max(cached, full_blocks * B) : cached;
-  CachedSegment& tail = new_segment(SegmentKind::Query, "sequence", 0);
-  tail.tokens.assign(tokens.begin() + tail_start, tokens.end());
-  tail.encode_position = tail_start;
-  const int64_t tid = tail.id;
-  acquire(tail, plan, false);
-  plan.ephemeral.push_back(tid);
-  plan.tail_segment = tid;
-  plan.prompt.segment = tid;
-  const int tail_tokens = N - tail_start;
-  if (tail_tokens > 0) {
-    std::vector<int32_t> blk = allocate(blocks_for(tail_tokens, B), segments_.at(tid), plan);
-    int remaining = tail_tokens;
-    for (int32_t b : blk) {
-      pool_.at(b).valid = std::min(B, remaining);
-      remaining -= B;
-    }
-    Builder::fill(blk, tail_tokens, B, 0, &plan.prompt.slots, &plan.table);
-  }
-  plan.prompt.table = plan.table;
-  plan.next_position = N;
-
-  const int prefix_len = int(layout.prefix.size());
-  plan.placements.push_back({-1, SegmentKind::Prefix, "prefix", 0, prefix_len, 0, prefix_len <= cached, false, -1, {}});
-  for (std::size_t k = 0; k < doc_spans.size(); ++k) {
-    const auto [begin, end] = doc_spans[k];
-    const bool hit = end <= cached;
-    plan.stats.documents += 1;
-    if (hit) plan.stats.document_hits += 1;
-    const std::string label =
-        k < layout.document_labels.size() ? layout.document_labels[k] : "document " + std::to_string(k);
-    plan.placements.push_back({-1, SegmentKind::Document, label, begin, end - begin, 0, hit, false, -1, {}});
-  }
-  plan.placements.push_back({tid, SegmentKind::Query, "query", N - int(layout.query.size()),
-                             int(layout.query.size()), 0, false, false, -1, {}});
-}
-
 SegmentTask KvCacheManager::next_decode_step(RequestPlan& plan, int32_t token) {
-  std::lock_guard lock(mutex_);
+  SegmentTask step;
+  QueuedEvents events;
+  std::exception_ptr failure;
+  {
+    std::lock_guard lock(mutex_);
+    try {
+      step = decode_step_locked(plan, token);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    events = take_events();
+  }
+  deliver(events);
+  if (failure) std::rethrow_exception(failure);
+  return step;
+}
+
+SegmentTask KvCacheManager::decode_step_locked(RequestPlan& plan, int32_t token) {
   const int B = pool_.block_size();
   CachedSegment& tail = segments_.at(plan.tail_segment);
   const bool need_block = tail.blocks.empty() || pool_.at(tail.blocks.back()).valid == B ||
@@ -574,7 +283,16 @@ SegmentTask KvCacheManager::next_decode_step(RequestPlan& plan, int32_t token) {
 }
 
 void KvCacheManager::finish(RequestPlan& plan, bool success) {
-  std::lock_guard lock(mutex_);
+  QueuedEvents events;
+  {
+    std::lock_guard lock(mutex_);
+    finish_locked(plan, success);
+    events = take_events();
+  }
+  deliver(events);
+}
+
+void KvCacheManager::finish_locked(RequestPlan& plan, bool success) {
   for (int64_t id : plan.held) release_segment(id);
   for (int64_t id : plan.pending) {
     auto it = segments_.find(id);
@@ -602,18 +320,23 @@ void KvCacheManager::finish(RequestPlan& plan, bool success) {
       if (b.segment < 0) continue;
       if (b.refcount > 0) ++in_use; else ++cached;
     }
-    sink_->on_pool(PoolEvent{pool_name_, pool_.num_blocks(), in_use, cached,
-                             int64_t(pool_.num_blocks()) * int64_t(bytes_per_block_)});
+    queued_.pool = PoolEvent{pool_name_, pool_.num_blocks(), in_use, cached,
+                             int64_t(pool_.num_blocks()) * int64_t(bytes_per_block_)};
   }
 }
 
 void KvCacheManager::clear() {
-  std::lock_guard lock(mutex_);
-  std::vector<int64_t> ids;
-  for (const auto& [id, s] : segments_) {
-    if (s.refcount == 0) ids.push_back(id);
+  QueuedEvents events;
+  {
+    std::lock_guard lock(mutex_);
+    std::vector<int64_t> ids;
+    for (const auto& [id, s] : segments_) {
+      if (s.refcount == 0) ids.push_back(id);
+    }
+    for (int64_t id : ids) free_segment(id, true);
+    events = take_events();
   }
-  for (int64_t id : ids) free_segment(id, true);
+  deliver(events);
 }
 
 void KvCacheManager::check_invariants() const {

@@ -2,11 +2,14 @@
 // The segment cache over the paged pool: decides, per request and policy, which segments are
 // hits, which must be encoded (and into which blocks), which blocks are copied, and the block
 // table the attention kernels walk. Works without tensors ("accounting mode"): the Session
-// executes a plan on a backend, the workload simulator only counts.
+// executes a plan on a backend, the workload simulator only counts. The policies' planning
+// lives in plan_builder.h and one file per policy; events reach the sink after the lock is
+// released.
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -137,7 +140,11 @@ class KvCacheManager {
   void check_invariants() const;
 
  private:
-  struct Builder;
+  friend class PlanBuilder;
+  struct QueuedEvents {
+    std::vector<BlockEvent> blocks;
+    std::optional<PoolEvent> pool;
+  };
   CachedSegment& new_segment(SegmentKind kind, std::string label, uint64_t key);
   std::vector<int32_t> allocate(int count, CachedSegment& owner, RequestPlan& plan);
   void evict_one(std::vector<const CachedSegment*>& candidates);
@@ -145,10 +152,13 @@ class KvCacheManager {
   void release_segment(int64_t id);
   void free_segment(int64_t id, bool evicted);
   CachedSegment* find_published(uint64_t key, const std::vector<int32_t>& tokens);
+  // Queues the event (under the lock); deliver() hands the queue to the sink after unlocking.
   void emit_block(BlockAction action, int32_t block, const CachedSegment& segment,
                   int64_t source_segment = -1);
-  void plan_block(const PromptLayout& layout, RequestPlan& plan);
-  void plan_full(const PromptLayout& layout, RequestPlan& plan);
+  QueuedEvents take_events();
+  void deliver(const QueuedEvents& events) const;
+  SegmentTask decode_step_locked(RequestPlan& plan, int32_t token);
+  void finish_locked(RequestPlan& plan, bool success);
 
   mutable std::mutex mutex_;
   BlockPool pool_;
@@ -162,6 +172,7 @@ class KvCacheManager {
   int64_t next_id_;
   uint64_t clock_ = 0;
   int64_t evicted_in_plan_ = 0;
+  QueuedEvents queued_;
 };
 
 uint64_t hash_tokens(uint64_t seed, const std::vector<int32_t>& tokens);

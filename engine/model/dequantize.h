@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/weight_format.h"
+
 namespace lazyscope {
 
 // Type ids as numbered by ggml (the values stored in a GGUF tensor info).
@@ -48,8 +50,6 @@ std::size_t ggml_row_bytes(GgmlType type, int64_t count);
 // type that is not dequantizable.
 void dequantize_row(GgmlType type, const void* src, float* dst, int64_t count);
 
-// IEEE half / bfloat16 to float, exactly.
-float half_to_float(uint16_t h);
-float bfloat16_to_float(uint16_t b);
+// IEEE half / bfloat16 to float: half_to_float, bfloat16_to_float (kernels/weight_format.h).
 
 }  // namespace lazyscope

@@ -205,7 +205,8 @@ ModelConfig gguf_model_config(const GgufFile& file) {
   return config;
 }
 
-LoadedModel load_gguf_model(const std::filesystem::path& gguf_path, const ProgressFn& progress) {
+LoadedModel load_gguf_model(const std::filesystem::path& gguf_path, const ProgressFn& progress,
+                            bool fp32_matrices) {
   if (progress) progress(0.0, "reading " + gguf_path.filename().string());
   const GgufFile file = GgufFile::open(gguf_path);
   const std::string name = gguf_path.string();
@@ -231,7 +232,32 @@ LoadedModel load_gguf_model(const std::filesystem::path& gguf_path, const Progre
   const std::size_t total_tensors = file.tensors().size();
 
   // Reads one tensor, checking it exists and has the shape the config implies.
-  auto load = [&](const std::string& tensor_name, std::vector<int64_t> expected) {
+  // Keeps a matrix's blocks as stored (rows permuted like the fp32 copy for q/k).
+  auto keep = [&](const std::string& tensor_name, StoredMatrix& out, int permute_heads) {
+    const GgufTensorInfo* tensor = file.find_tensor(tensor_name);
+    const WeightFormat format = WeightFormat(tensor->type);
+    if (!weight_format_info(format) || tensor->dims.size() < 2) return;
+    out.format = format;
+    out.cols = int(tensor->dims[0]);
+    out.rows = int(tensor->elements / tensor->dims[0]);
+    out.row_bytes = ggml_row_bytes(GgmlType(tensor->type), out.cols);
+    const uint8_t* data = file.tensor_data(*tensor);
+    out.bytes.assign(data, data + out.row_bytes * std::size_t(out.rows));
+    if (permute_heads > 0) {
+      const int head_dim = shape.head_dim, half = head_dim / 2;
+      for (int h = 0; h < permute_heads; ++h) {
+        for (int s = 0; s < 2; ++s) {
+          for (int i = 0; i < half; ++i) {
+            const std::size_t hf_row = std::size_t(h) * head_dim + s * half + i;
+            const std::size_t gguf_row = std::size_t(h) * head_dim + 2 * i + s;
+            std::copy_n(data + gguf_row * out.row_bytes, out.row_bytes, out.bytes.begin() + hf_row * out.row_bytes);
+          }
+        }
+      }
+    }
+  };
+
+  auto load = [&](const std::string& tensor_name, std::vector<int64_t> expected, bool matrix = false) {
     const GgufTensorInfo* tensor = file.find_tensor(tensor_name);
     if (!tensor) throw Error(name + ": tensor '" + tensor_name + "' is missing");
     if (squeezed(tensor->dims) != expected) {
@@ -239,6 +265,7 @@ LoadedModel load_gguf_model(const std::filesystem::path& gguf_path, const Progre
                   ", but the metadata implies " + dims_string(expected));
     }
     used.insert(tensor_name);
+    if (matrix && !fp32_matrices && weight_format_info(WeightFormat(tensor->type))) return std::vector<float>{};
     std::vector<float> values = file.dequantize(*tensor);
     if (progress) {
       progress(double(used.size()) / double(total_tensors), "dequantizing " + tensor_name);
@@ -246,24 +273,35 @@ LoadedModel load_gguf_model(const std::filesystem::path& gguf_path, const Progre
     return values;
   };
 
-  model.weights.embed = load("token_embd.weight", {hidden, vocab});
+  model.weights.embed = load("token_embd.weight", {hidden, vocab}, true);
   model.weights.final_norm = load("output_norm.weight", {hidden});
-  if (!shape.tie_word_embeddings) model.weights.lm_head = load("output.weight", {hidden, vocab});
+  if (!shape.tie_word_embeddings) model.weights.lm_head = load("output.weight", {hidden, vocab}, true);
   model.weights.layers.resize(std::size_t(shape.num_layers));
+  keep("token_embd.weight", model.weights.embed_stored, 0);
+  if (!shape.tie_word_embeddings) keep("output.weight", model.weights.lm_head_stored, 0);
+  model.weights.stored_layers.resize(std::size_t(shape.num_layers));
   for (int l = 0; l < shape.num_layers; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     LayerWeights& layer = model.weights.layers[std::size_t(l)];
     layer.attn_norm = load(b + "attn_norm.weight", {hidden});
-    layer.wq = load(b + "attn_q.weight", {hidden, q_dim});
-    layer.wk = load(b + "attn_k.weight", {hidden, kv_dim});
-    layer.wv = load(b + "attn_v.weight", {hidden, kv_dim});
-    layer.wo = load(b + "attn_output.weight", {q_dim, hidden});
+    layer.wq = load(b + "attn_q.weight", {hidden, q_dim}, true);
+    layer.wk = load(b + "attn_k.weight", {hidden, kv_dim}, true);
+    layer.wv = load(b + "attn_v.weight", {hidden, kv_dim}, true);
+    layer.wo = load(b + "attn_output.weight", {q_dim, hidden}, true);
     layer.mlp_norm = load(b + "ffn_norm.weight", {hidden});
-    layer.w_gate = load(b + "ffn_gate.weight", {hidden, inter});
-    layer.w_up = load(b + "ffn_up.weight", {hidden, inter});
-    layer.w_down = load(b + "ffn_down.weight", {inter, hidden});
-    gguf_unpermute_qk_rows(layer.wq, shape.num_heads, shape.head_dim, int(hidden));
-    gguf_unpermute_qk_rows(layer.wk, shape.num_kv_heads, shape.head_dim, int(hidden));
+    layer.w_gate = load(b + "ffn_gate.weight", {hidden, inter}, true);
+    layer.w_up = load(b + "ffn_up.weight", {hidden, inter}, true);
+    layer.w_down = load(b + "ffn_down.weight", {inter, hidden}, true);
+    if (!layer.wq.empty()) gguf_unpermute_qk_rows(layer.wq, shape.num_heads, shape.head_dim, int(hidden));
+    if (!layer.wk.empty()) gguf_unpermute_qk_rows(layer.wk, shape.num_kv_heads, shape.head_dim, int(hidden));
+    StoredLayer& stored = model.weights.stored_layers[std::size_t(l)];
+    keep(b + "attn_q.weight", stored.wq, shape.num_heads);
+    keep(b + "attn_k.weight", stored.wk, shape.num_kv_heads);
+    keep(b + "attn_v.weight", stored.wv, 0);
+    keep(b + "attn_output.weight", stored.wo, 0);
+    keep(b + "ffn_gate.weight", stored.w_gate, 0);
+    keep(b + "ffn_up.weight", stored.w_up, 0);
+    keep(b + "ffn_down.weight", stored.w_down, 0);
   }
   if (file.find_tensor("rope_freqs.weight")) used.insert("rope_freqs.weight");
   for (const GgufTensorInfo& tensor : file.tensors()) {

@@ -9,8 +9,10 @@
 
 namespace lazyscope {
 
+// fp32_matrices false: the Linear matrices and embeddings stay in their stored format only
+// (ModelWeights' fp32 vectors for them are left empty).
 LoadedModel load_gguf_model(const std::filesystem::path& gguf_file,
-                            const ProgressFn& progress = {});
+                            const ProgressFn& progress = {}, bool fp32_matrices = true);
 
 // ModelConfig from the llama.* metadata and the tensor shapes (no weights are read).
 ModelConfig gguf_model_config(const GgufFile& file);

@@ -95,14 +95,14 @@ LoadedModel load_hf_directory(const std::filesystem::path& dir, const ProgressFn
 
 }  // namespace
 
-LoadedModel load_model(const std::filesystem::path& path, const ProgressFn& progress) {
+LoadedModel load_model(const std::filesystem::path& path, const ProgressFn& progress, const LoadOptions& options) {
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
   if (ec || !std::filesystem::exists(status)) {
     throw Error(path.string() + ": no such model file or directory");
   }
   if (std::filesystem::is_regular_file(status)) {
-    if (has_gguf_extension(path)) return load_gguf_model(path, progress);
+    if (has_gguf_extension(path)) return load_gguf_model(path, progress, options.fp32_matrices);
     if (path.filename() == "config.json") return load_hf_directory(path.parent_path(), progress);
     throw Error(path.string() +
                 ": not a model: expected a .gguf file or an HF checkpoint directory");

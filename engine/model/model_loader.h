@@ -20,7 +20,14 @@ struct LoadedModel {
   std::string chat_template;  // jinja text from tokenizer_config.json / GGUF, may be empty
 };
 
+struct LoadOptions {
+  // false: GGUF matrices kept only in their stored format (the fast CPU backend reads those);
+  // norms and HF checkpoints are always converted to fp32.
+  bool fp32_matrices = true;
+};
+
 // HF directory (config.json, model.safetensors or shards, tokenizer.json) or a .gguf file.
-LoadedModel load_model(const std::filesystem::path& path, const ProgressFn& progress = {});
+LoadedModel load_model(const std::filesystem::path& path, const ProgressFn& progress = {},
+                       const LoadOptions& options = {});
 
 }  // namespace lazyscope

@@ -9,9 +9,20 @@
 namespace lazyscope {
 namespace {
 
+bool holds_model(const std::filesystem::path& dir) {
+  return std::filesystem::exists(dir / "config.json") && std::filesystem::exists(dir / "tokenizer.json");
+}
+
 std::filesystem::path generated_preset(const std::string& name, const ProgressFn& progress) {
   const std::filesystem::path dir = model_cache_dir() / ("lazyscope-" + name);
-  if (std::filesystem::exists(dir / "config.json") && std::filesystem::exists(dir / "tokenizer.json")) return dir;
+  write_generated_model(name, dir, progress);
+  return dir;
+}
+
+}  // namespace
+
+void write_generated_model(const std::string& name, const std::filesystem::path& dir, const ProgressFn& progress) {
+  if (holds_model(dir)) return;
   // Write next to it and rename, so an interrupted first start never leaves half a model; what a
   // killed first start left behind is removed here.
   std::filesystem::create_directories(dir.parent_path());
@@ -23,10 +34,8 @@ std::filesystem::path generated_preset(const std::string& name, const ProgressFn
   std::error_code ec;
   std::filesystem::rename(tmp, dir, ec);
   if (ec) std::filesystem::remove_all(tmp, ec);  // another process won the race
-  return dir;
+  if (!holds_model(dir)) throw Error(dir.string() + ": could not write the generated " + name + " model there");
 }
-
-}  // namespace
 
 ResolvedModel resolve_model(const std::string& spec, const ProgressFn& progress) {
   if (spec.empty() || spec == "default") {

@@ -17,4 +17,11 @@ struct ResolvedModel {
 // first use); anything else is a path to an HF directory or a .gguf file.
 ResolvedModel resolve_model(const std::string& spec, const ProgressFn& progress = {});
 
+// The one maker of the generated models ("tiny", "small"): seed 7, bf16 weights, the tokenizer
+// trained on the installed text. Written beside `dir` and renamed into place, so an interrupted
+// write never leaves half a model; a `dir` that already holds the model is kept as it is.
+// The CLI, the workbench and the tests all use it.
+void write_generated_model(const std::string& name, const std::filesystem::path& dir,
+                           const ProgressFn& progress = {});
+
 }  // namespace lazyscope

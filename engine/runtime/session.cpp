@@ -52,6 +52,8 @@ struct DeviceStep {
     for (BlockRef& r : table) r.block += first_block;
     step = ForwardStep{task.tokens, task.positions, slots, table, task.lazy, want_logits};
   }
+  DeviceStep(const DeviceStep&) = delete;  // `step` views this object's own arrays
+  DeviceStep& operator=(const DeviceStep&) = delete;
 };
 
 }  // namespace
@@ -109,12 +111,19 @@ Session::Session(const SessionOptions& options, EventSink* sink, const ProgressF
     // Random weights have no trained context; allow what the largest real shape (Llama 3.1) has.
     impl_->model.config.max_position_embeddings = 131072;
     impl_->model.identity = "synthetic:" + options.synthetic + ":" + std::to_string(options.synthetic_seed);
-    impl_->backend = make_backend_for(options.backend, impl_->model.config.shape, options.cpu_threads, &impl_->note);
+    impl_->backend = make_backend_for(options.backend, impl_->model.config.shape, options.cpu_threads, &impl_->note,
+                                               options.cpu_precision);
     if (progress) progress(0.1, "making synthetic weights on " + impl_->backend->name());
     impl_->backend->load_synthetic(impl_->model.config.shape, options.synthetic_seed);
   } else {
-    impl_->model = load_model(options.model, progress);
-    impl_->backend = make_backend_for(options.backend, impl_->model.config.shape, options.cpu_threads, &impl_->note);
+    // The fast CPU backend reads GGUF blocks as stored: no fp32 copy of the matrices then.
+    LoadOptions load;
+    const bool cpu = options.backend == BackendKind::Cpu ||
+                     (options.backend == BackendKind::Auto && cuda_device_count() == 0);
+    load.fp32_matrices = !(cpu && options.cpu_precision == CpuPrecision::Fast);
+    impl_->model = load_model(options.model, progress, load);
+    impl_->backend = make_backend_for(options.backend, impl_->model.config.shape, options.cpu_threads, &impl_->note,
+                                               options.cpu_precision);
     if (progress) progress(0.95, "uploading weights to " + impl_->backend->name());
     impl_->backend->load(impl_->model.config.shape, impl_->model.weights.view());
   }

@@ -43,6 +43,7 @@ struct SessionOptions {
   std::vector<Policy> policies = all_policies();
   int block_size = 16;
   int cpu_threads = 0;                   // 0 = all cores
+  CpuPrecision cpu_precision = CpuPrecision::Fast;  // CPU backend: fast kernels or the exact fp32 reference
   bool trace_device = false;             // CUPTI device trace (CUDA backend only); NVTX ranges are always on
 };
 

@@ -41,20 +41,20 @@ EquivalenceReport compare_runs(const RunResult& a, const RunResult& b,
   report.same_tokens =
       std::equal(a.generated_ids.begin(), a.generated_ids.begin() + long(shared_tokens),
                  b.generated_ids.begin());
-  const size_t steps = std::min(a.step_logits.size(), b.step_logits.size());
-  for (size_t s = 0; s < steps; ++s) {
-    const auto& la = a.step_logits[s];
-    const auto& lb = b.step_logits[s];
+  const EquivalenceResult rule = compare_greedy_runs(a.step_logits, a.generated_ids, b.step_logits,
+                                                     b.generated_ids, logit_tolerance_for(a.backend));
+  report.verdict = rule.verdict;
+  report.explanation = QString::fromStdString(rule.explanation);
+  report.uncompared_steps = rule.uncompared_steps;
+  for (const StepComparison& compared : rule.steps) {
+    const size_t s = size_t(compared.step);
     EquivalenceStep step;
-    step.step = int(s);
-    const size_t n = std::min(la.size(), lb.size());
-    for (size_t i = 0; i < n; ++i)
-      step.max_abs_diff = std::max(step.max_abs_diff, std::fabs(la[i] - lb[i]));
-    if (la.size() != lb.size()) step.max_abs_diff = INFINITY;  // different vocabularies never agree
-    step.top_a = top_candidates(la, token_text, top_k);
-    step.top_b = top_candidates(lb, token_text, top_k);
-    step.argmax_a = step.top_a.empty() ? -1 : step.top_a.front().id;
-    step.argmax_b = step.top_b.empty() ? -1 : step.top_b.front().id;
+    step.step = compared.step;
+    step.max_abs_diff = float(compared.max_abs_diff);
+    step.top_a = top_candidates(a.step_logits[s], token_text, top_k);
+    step.top_b = top_candidates(b.step_logits[s], token_text, top_k);
+    step.argmax_a = compared.token_a;
+    step.argmax_b = compared.token_b;
     report.steps.push_back(std::move(step));
   }
   return report;

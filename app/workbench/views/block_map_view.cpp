@@ -172,7 +172,7 @@ BlockMapView::BlockMapView(QWidget* parent) : QWidget(parent) {
   policy_->setToolTip(tr("Every policy runs on its own KV pool of the full budget, so no policy is "
                          "served from blocks another one encoded. Pick the pool to show."));
   pool_row->addWidget(policy_);
-  pool_row->addWidget(new QLabel(tr("<small>every policy has its own pool of the full budget</small>"), this));
+  pool_row->addWidget(new QLabel(tr("<small>(one pool per policy)</small>"), this));
   pool_row->addStretch();
   layout->addLayout(pool_row);
   budget_ = new BudgetBar(&model_, this);

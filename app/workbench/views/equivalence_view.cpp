@@ -77,7 +77,7 @@ QSize EquivalenceStrip::sizeHint() const { return {600, kStripHeight + kTop + 18
 QSize EquivalenceStrip::minimumSizeHint() const { return {100, kStripHeight + kTop + 18}; }
 
 int EquivalenceStrip::cellWidth() const {
-  const int steps = model_->rowCount();
+  const int steps = model_->rowCount() + model_->report().uncompared_steps;
   if (steps == 0) return 0;
   return std::clamp((width() - 8) / steps, 3, 36);
 }
@@ -105,17 +105,33 @@ void EquivalenceStrip::paintEvent(QPaintEvent* event) {
     return;
   }
   const int w = cellWidth();
+  const int cells = int(steps.size()) + model_->report().uncompared_steps;
   const int first = std::max(0, (event->rect().left() - 4) / std::max(1, w));
-  const int last = std::min(int(steps.size()) - 1, (event->rect().right() - 4) / std::max(1, w));
+  const int last = std::min(cells - 1, (event->rect().right() - 4) / std::max(1, w));
   QFont small = font();
   small.setPointSizeF(small.pointSizeF() * 0.8);
   p.setFont(small);
   const int label_every = std::max(1, int(std::ceil(36.0 / w)));
+  const bool near_tie = model_->report().verdict == EquivalenceVerdict::NearTie;
   for (int i = first; i <= last; ++i) {
-    const EquivalenceStep& step = steps[size_t(i)];
     const QRect cell = cellRect(i);
+    if (size_t(i) >= steps.size()) {
+      // After the flip the runs continue from different tokens: nothing to compare.
+      p.fillRect(cell, QColor(225, 225, 225));
+      p.fillRect(cell, QBrush(QColor(170, 170, 170), Qt::BDiagPattern));
+      if (i % label_every == 0) {
+        p.setPen(palette().color(QPalette::WindowText));
+        p.drawText(QPoint(cell.left(), kTop + kStripHeight + 13), QString::number(i));
+      }
+      continue;
+    }
+    const EquivalenceStep& step = steps[size_t(i)];
     p.fillRect(cell, difference_color(step.max_abs_diff));
-    if (step.mismatch()) {
+    if (step.mismatch() && near_tie) {
+      // A near-tie flip: both runs had the two tokens within rounding. An amber frame, no cross.
+      p.setPen(QPen(QColor(230, 140, 0), 3));
+      p.drawRect(cell.adjusted(1, 1, -2, -2));
+    } else if (step.mismatch()) {
       // A mismatch is drawn as a black frame with a cross: visible even on a red cell.
       p.setPen(QPen(Qt::black, 2));
       p.drawRect(cell.adjusted(1, 1, -1, -1));
@@ -167,14 +183,26 @@ QString EquivalenceView::summaryText() const { return model_.summary(); }
 
 void EquivalenceView::refresh() {
   const auto& report = model_.report();
-  const bool ok = !report.steps.empty() && report.mismatches() == 0 && report.same_tokens;
-  const QString mark =
-      report.steps.empty() ? QString() : (ok ? QStringLiteral("✔ ") : QStringLiteral("✘ "));
+  QString mark, style;
+  if (!report.steps.empty()) {
+    switch (report.verdict) {
+      case EquivalenceVerdict::Identical:
+        mark = QStringLiteral("✔ ");
+        style = QStringLiteral("color:#1a7f37; font-weight:bold");
+        break;
+      case EquivalenceVerdict::NearTie:
+        mark = QStringLiteral("≈ ");
+        style = QStringLiteral("color:#a05a00; font-weight:bold");
+        break;
+      case EquivalenceVerdict::Different:
+        mark = QStringLiteral("✘ ");
+        style = QStringLiteral("color:#b00020; font-weight:bold");
+        break;
+    }
+  }
   summary_->setText(mark + model_.summary());
-  summary_->setStyleSheet(report.steps.empty()
-                              ? QString()
-                              : (ok ? QStringLiteral("color:#1a7f37; font-weight:bold")
-                                    : QStringLiteral("color:#b00020; font-weight:bold")));
+  summary_->setToolTip(report.explanation);
+  summary_->setStyleSheet(style);
 }
 
 }  // namespace lazyscope::workbench

@@ -8,7 +8,7 @@
 #include <QTemporaryDir>
 #include <memory>
 
-#include "app/workbench/model_locator.h"
+#include "engine/runtime/default_model.h"
 #include "workbench_test_support.h"
 
 namespace lazyscope::workbench::testing {
@@ -41,7 +41,7 @@ QString tiny_model_dir() {
   if (!dir) {
     dir = std::make_unique<QTemporaryDir>();
     const QString path = dir->path() + QStringLiteral("/tiny");
-    write_tiny_model(path);
+    write_generated_model("tiny", path.toStdString());
   }
   return dir->path() + QStringLiteral("/tiny");
 }

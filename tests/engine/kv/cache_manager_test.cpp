@@ -261,3 +261,33 @@ TEST(CacheManager, RandomWorkloadKeepsInvariants) {
 
 }  // namespace
 }  // namespace lazyscope
+
+namespace lazyscope {
+namespace {
+
+// A sink that reads the manager from inside its callbacks: with events delivered under the
+// manager's lock this would deadlock; they arrive after it is released.
+struct ReadingSink : EventSink {
+  KvCacheManager* cache = nullptr;
+  int blocks_seen = 0, pools_seen = 0;
+  void on_block(const BlockEvent&) override { blocks_seen += cache->free_blocks() >= 0; }
+  void on_pool(const PoolEvent& e) override { pools_seen += int(cache->blocks().size()) == e.blocks_total; }
+};
+
+TEST(CacheManager, EventsArriveAfterTheLockIsReleased) {
+  ReadingSink sink;
+  KvCacheManager cache(64, kBlock, 100, "m", &sink, nullptr, "lazy");
+  sink.cache = &cache;
+  auto a = tokens(100, 6), b = tokens(200, 5);
+  RequestPlan plan = cache.plan(layout({a, b}), Mode::Block, Policy::Materialized);
+  for (int i = 0; i < 5; ++i) cache.next_decode_step(plan, 5);
+  cache.finish(plan, true);
+  RequestPlan again = cache.plan(layout({b, a}), Mode::Block, Policy::Materialized);
+  cache.finish(again, true);
+  cache.clear();
+  EXPECT_GT(sink.blocks_seen, 0);
+  EXPECT_EQ(sink.pools_seen, 2);
+}
+
+}  // namespace
+}  // namespace lazyscope

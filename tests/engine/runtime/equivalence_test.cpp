@@ -33,6 +33,7 @@ class Equivalence : public ::testing::Test {
     SessionOptions options;
     options.model = testing::tiny_model_dir();
     options.backend = BackendKind::Cpu;
+    options.cpu_precision = CpuPrecision::Exact;  // the design's fp32 claim is about the reference
     options.kv_budget_bytes = 64ull << 20;
     session_ = new Session(options);
   }
