@@ -22,12 +22,12 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
-#include "app/workbench/model_locator.h"
 #include "app/workbench/views/cache_stats_view.h"
 #include "app/workbench/views/pool_strips_view.h"
 #include "app/workbench/views/workload_charts.h"
 #include "base/byte_size.h"
 #include "base/error.h"
+#include "engine/model/model_registry.h"
 
 namespace lazyscope::workbench {
 namespace {
@@ -158,7 +158,7 @@ WorkloadLabPanel::WorkloadLabPanel(QWidget* parent) : QWidget(parent) {
   });
   connect(worker_, &WorkloadWorker::failed, this, [this](const QString& message) { error_ = message; });
   connect(worker_, &WorkloadWorker::finished, this, &WorkloadLabPanel::onFinished);
-  if (auto model = installed_default_model()) default_model_ = *model;
+  if (auto model = default_model_path()) default_model_ = QString::fromStdString(model->string());
   applyPaperPreset();
 }
 
