@@ -264,7 +264,11 @@ Tokenizer Tokenizer::from_json(std::string_view json_text, const std::string& so
       throw Error(source_name + ": BPE byte_fallback is not supported (byte-level BPE only)");
     if (!model.contains("vocab") || !model["vocab"].is_object())
       throw Error(source_name + ": model.vocab must be an object of token -> id");
+    constexpr int64_t kMaxTokenId = (int64_t(1) << 24) - 1;  // bounds the id table a file can ask for
     for (const auto& [token, id] : model["vocab"].items()) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > kMaxTokenId)
+        throw Error(source_name + ": model.vocab id of token \"" + token + "\" must be an integer in 0.." +
+                    std::to_string(kMaxTokenId));
       const auto value = id.get<int32_t>();
       impl.vocab[token] = value;
       impl.set_token(value, token, false);

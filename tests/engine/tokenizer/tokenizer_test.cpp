@@ -441,3 +441,15 @@ TEST(MalformedTokenizerJson, MissingFileIsNamed) {
 
 }  // namespace
 }  // namespace lazyscope
+
+TEST(TokenizerVocabIds, OutsideTheirRangeAreErrorsNamingTheToken) {
+  for (const char* id : {"6.6e126", "2000000000", "-1", "1.5"}) {
+    const std::string json = std::string(R"({"model":{"type":"BPE","vocab":{"a":)") + id + R"(},"merges":[]}})";
+    try {
+      (void)lazyscope::Tokenizer::from_json(json, "bad.json");
+      ADD_FAILURE() << "accepted vocab id " << id;
+    } catch (const lazyscope::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("bad.json: model.vocab id of token \"a\""), std::string::npos) << e.what();
+    }
+  }
+}
