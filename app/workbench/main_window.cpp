@@ -210,8 +210,14 @@ void MainWindow::buildDocks() {
   // Under the equivalence strip, not beside it: both want the full width of the outputs.
   splitDockWidget(equivalence_dock, timeline_dock, Qt::Vertical);
   evaluation_ = new EvaluationPanel(this);
-  tabifyDockWidget(timeline_dock, make_dock(tr("Evaluation: answer quality"),
-                                            QStringLiteral("dock_evaluation"), evaluation_, this));
+  auto* evaluation_dock =
+      make_dock(tr("Evaluation: answer quality"), QStringLiteral("dock_evaluation"), evaluation_, this);
+  set_dock_title_tooltip(
+      evaluation_dock,
+      tr("Runs a question set through each mode and policy: exact match, containment and token F1 "
+         "per configuration as bars, and a table of the questions where they disagree; click a row "
+         "to load that question and its passages into the prompt."));
+  tabifyDockWidget(timeline_dock, evaluation_dock);
   timeline_dock->raise();
   // The side docks own the bottom corners; the equivalence strip sits under the outputs.
   setCorner(Qt::BottomLeftCorner, Qt::LeftDockWidgetArea);
