@@ -1,5 +1,8 @@
 #include "app/workbench/evaluation_worker.h"
 
+#include <memory>
+
+#include "base/progress.h"
 #include "corpora/document_store.h"
 #include "corpora/sample_corpus.h"
 #include "engine/model/model_loader.h"
@@ -33,7 +36,15 @@ void EvaluationWorker::run(const EvaluationPlan& plan) {
         plan.kv_budget_bytes > 0 ? std::size_t(plan.kv_budget_bytes) : (256ull << 20);
     options.policies = runner.policies();  // one KV pool and history per policy
     Q_EMIT status(tr("Loading the model…"));
-    Session session(options);
+    // Stop pressed while the model loads ends the load at its next progress report.
+    std::unique_ptr<Session> loaded;
+    try {
+      loaded = std::make_unique<Session>(options, nullptr, cancellable({}, &cancel_));
+    } catch (const Cancelled&) {
+      Q_EMIT finished(true, 0.0);
+      return;
+    }
+    Session& session = *loaded;
     if (cancel_.load()) {
       Q_EMIT finished(true, 0.0);
       return;

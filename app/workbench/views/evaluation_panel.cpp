@@ -292,6 +292,7 @@ bool EvaluationPanel::start() {
   progress_->setRange(0, 0);  // busy until the session is loaded
   QMetaObject::invokeMethod(worker_, "run", Qt::QueuedConnection,
                             Q_ARG(lazyscope::workbench::EvaluationPlan, plan));
+  Q_EMIT evaluationStarted();
   return true;
 }
 
@@ -330,6 +331,7 @@ void EvaluationPanel::onQuestion(const corpora::QuestionResult& result, int done
                        .arg(total)
                        .arg(QString::fromStdString(result.question.id))
                        .arg(format_seconds(remaining_s)));
+  Q_EMIT progressChanged(total > 0 ? double(done) / total : 0.0, status_->text());
 }
 
 void EvaluationPanel::onFinished(bool cancelled, double wall_seconds) {

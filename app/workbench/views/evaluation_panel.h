@@ -67,6 +67,9 @@ class EvaluationPanel : public QWidget {
   void questionActivated(const QString& question,
                          const std::vector<lazyscope::workbench::DocumentEntry>& passages);
   void evaluationFinished(bool cancelled);
+  // For the window's status bar: a run began, and how far it is (fraction of the questions).
+  void evaluationStarted();
+  void progressChanged(double fraction, const QString& what);
 
  private:
   void onStarted(const std::vector<corpora::EvalConfig>& configs, int total, const QString& model);
