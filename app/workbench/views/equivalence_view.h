@@ -37,8 +37,12 @@ class EquivalenceView : public QWidget {
   EquivalenceModel* model() { return &model_; }
   QString summaryText() const;
 
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
  private:
   void refresh();
+  void fitSummary();  // the verdict keeps all its lines at any width and font size
   EquivalenceModel model_;
   QLabel* summary_ = nullptr;
   EquivalenceStrip* strip_ = nullptr;

@@ -3,6 +3,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
+#include <QResizeEvent>
 #include <QSizePolicy>
 #include <QVBoxLayout>
 
@@ -31,7 +32,9 @@ WelcomePage::WelcomePage(QWidget* parent) : QWidget(parent) {
          "materialized writes a re-rotated copy of each."));
   workload_ = new QPushButton(tr("3  Open a workload"), this);
   workload_->setObjectName(QStringLiteral("welcome_workload"));
-  for (QPushButton* button : {ask_, reorder_, workload_}) button->setMinimumHeight(30);
+  // Two text lines tall, in the font's own units: right at any scale factor and font size.
+  for (QPushButton* button : {ask_, reorder_, workload_})
+    button->setMinimumHeight(button->fontMetrics().height() * 2);
   connect(ask_, &QPushButton::clicked, this, &WelcomePage::askSampleQuestion);
   connect(reorder_, &QPushButton::clicked, this, &WelcomePage::reorderAndRerun);
   connect(workload_, &QPushButton::clicked, this, &WelcomePage::openWorkload);
@@ -64,6 +67,7 @@ void WelcomePage::setBusy(bool busy) {
 void WelcomePage::setSummary(const QString& html) {
   summary_->setText(html);
   summary_->setVisible(!html.isEmpty());
+  fitLabels();
   Q_EMIT contentChanged();
 }
 
@@ -103,7 +107,21 @@ void WelcomePage::refresh() {
              "of each. The <b>Equivalence</b> strip compares their logits step by step."));
       break;
   }
+  fitLabels();
   Q_EMIT contentChanged();
+}
+
+void WelcomePage::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  fitLabels();
+}
+
+void WelcomePage::fitLabels() {
+  // Dock layouts ignore height-for-width: each label asks for its wrapped lines' height outright.
+  for (QLabel* label : {explanation_, summary_}) {
+    const int width = label->width() > 0 ? label->width() : label->sizeHint().width();
+    label->setMinimumHeight(label->text().isEmpty() ? 0 : label->heightForWidth(width));
+  }
 }
 
 }  // namespace lazyscope::workbench

@@ -35,8 +35,12 @@ class WelcomePage : public QWidget {
   // The text changed: the page may need another height.
   void contentChanged();
 
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
  private:
   void refresh();
+  void fitLabels();
 
   QLabel* explanation_ = nullptr;
   QLabel* summary_ = nullptr;
