@@ -9,6 +9,7 @@
 #include <QPainter>
 #include <QToolTip>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
 
 namespace lazyscope::workbench {
@@ -218,18 +219,20 @@ void EquivalenceView::refresh() {
   summary_->setText(mark + model_.summary());
   summary_->setToolTip(report.explanation);
   summary_->setStyleSheet(style);
-  fitSummary();
+  updateGeometry();
+}
+
+QSize EquivalenceView::minimumSizeHint() const {
+  // Dock layouts ignore height-for-width: the minimum is the wrapped verdict's height here.
+  QSize size = QWidget::minimumSizeHint();
+  if (layout() && layout()->hasHeightForWidth() && width() > 0)
+    size.setHeight(std::max(size.height(), layout()->heightForWidth(width())));
+  return size;
 }
 
 void EquivalenceView::resizeEvent(QResizeEvent* event) {
   QWidget::resizeEvent(event);
-  fitSummary();
-}
-
-void EquivalenceView::fitSummary() {
-  // Dock layouts ignore height-for-width: ask for the wrapped text's height outright.
-  const int width = summary_->width() > 0 ? summary_->width() : summary_->sizeHint().width();
-  summary_->setMinimumHeight(summary_->heightForWidth(width));
+  if (event->oldSize().width() != width()) updateGeometry();
 }
 
 }  // namespace lazyscope::workbench

@@ -36,13 +36,14 @@ class EquivalenceView : public QWidget {
   explicit EquivalenceView(QWidget* parent = nullptr);
   EquivalenceModel* model() { return &model_; }
   QString summaryText() const;
+  // At least the height the wrapped verdict needs at the current width.
+  QSize minimumSizeHint() const override;
 
  protected:
   void resizeEvent(QResizeEvent* event) override;
 
  private:
   void refresh();
-  void fitSummary();  // the verdict keeps all its lines at any width and font size
   EquivalenceModel model_;
   QLabel* summary_ = nullptr;
   EquivalenceStrip* strip_ = nullptr;

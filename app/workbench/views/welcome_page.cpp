@@ -6,6 +6,7 @@
 #include <QResizeEvent>
 #include <QSizePolicy>
 #include <QVBoxLayout>
+#include <algorithm>
 
 namespace lazyscope::workbench {
 
@@ -67,7 +68,7 @@ void WelcomePage::setBusy(bool busy) {
 void WelcomePage::setSummary(const QString& html) {
   summary_->setText(html);
   summary_->setVisible(!html.isEmpty());
-  fitLabels();
+  updateGeometry();
   Q_EMIT contentChanged();
 }
 
@@ -107,21 +108,21 @@ void WelcomePage::refresh() {
              "of each. The <b>Equivalence</b> strip compares their logits step by step."));
       break;
   }
-  fitLabels();
+  updateGeometry();
   Q_EMIT contentChanged();
+}
+
+QSize WelcomePage::minimumSizeHint() const {
+  // Dock layouts ignore height-for-width: the minimum is the wrapped text's height at this width.
+  QSize size = QWidget::minimumSizeHint();
+  if (layout() && layout()->hasHeightForWidth() && width() > 0)
+    size.setHeight(std::max(size.height(), layout()->heightForWidth(width())));
+  return size;
 }
 
 void WelcomePage::resizeEvent(QResizeEvent* event) {
   QWidget::resizeEvent(event);
-  fitLabels();
-}
-
-void WelcomePage::fitLabels() {
-  // Dock layouts ignore height-for-width: each label asks for its wrapped lines' height outright.
-  for (QLabel* label : {explanation_, summary_}) {
-    const int width = label->width() > 0 ? label->width() : label->sizeHint().width();
-    label->setMinimumHeight(label->text().isEmpty() ? 0 : label->heightForWidth(width));
-  }
+  if (event->oldSize().width() != width()) updateGeometry();  // another width, another minimum
 }
 
 }  // namespace lazyscope::workbench

@@ -27,6 +27,8 @@ class WelcomePage : public QWidget {
   void setSummary(const QString& html);
   // Enables "Open a workload" once a workload lab is there to open.
   void setWorkloadAvailable(bool available, const QString& tooltip = {});
+  // At least the height the wrapped text needs at the current width.
+  QSize minimumSizeHint() const override;
 
  Q_SIGNALS:
   void askSampleQuestion();
@@ -40,7 +42,6 @@ class WelcomePage : public QWidget {
 
  private:
   void refresh();
-  void fitLabels();
 
   QLabel* explanation_ = nullptr;
   QLabel* summary_ = nullptr;

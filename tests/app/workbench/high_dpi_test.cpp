@@ -73,6 +73,11 @@ TEST(HighDpi, MainViewsLayOutAndPaintAtTheScreenScale) {
   ASSERT_TRUE(finished.wait(180000));
   QApplication::processEvents();
 
+  // The panels' minimum sizes still fit the window people get by default.
+  window.resize(1600, 1000);
+  QApplication::processEvents();
+  EXPECT_EQ(window.size(), QSize(1600, 1000)) << "minimum " << window.minimumSizeHint().height();
+
   // The whole window renders at device resolution.
   const QPixmap picture = window.grab();
   EXPECT_DOUBLE_EQ(picture.devicePixelRatio(), scale);
