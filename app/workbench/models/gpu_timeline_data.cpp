@@ -75,6 +75,20 @@ std::string format_duration_ns(double ns) {
   return buf;
 }
 
+std::string format_time_ns(double ns) {
+  char buf[64];
+  const double a = std::fabs(ns);
+  if (a >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.6g s", ns / 1e9);
+  else if (a >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.6g ms", ns / 1e6);
+  else if (a >= 1e3)
+    std::snprintf(buf, sizeof buf, "%.6g µs", ns / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f ns", ns);
+  return buf;
+}
+
 uint32_t GpuTimelineData::intern(const std::string& label) {
   const auto [it, inserted] = label_ids_.emplace(label, uint32_t(labels_.size()));
   if (inserted) labels_.push_back(label);
@@ -126,9 +140,31 @@ void GpuTimelineData::build(const SessionRecording& recording) {
     return rows_[it->second];
   };
 
+  // NVTX depth from the nesting itself, per thread: a report keeps start and end (nsys's columns),
+  // not the depth, so a replayed report and the live session get the same rows.
+  std::vector<int> nvtx_depth(recording.ranges.size(), 0);
+  {
+    std::vector<size_t> order(recording.ranges.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      const HostRange& x = recording.ranges[a].range;
+      const HostRange& y = recording.ranges[b].range;
+      return std::tie(x.thread_id, x.start_ns, y.end_ns) < std::tie(y.thread_id, y.start_ns, x.end_ns);
+    });
+    std::vector<int64_t> open;  // ends of the ranges enclosing the current one
+    uint32_t thread = 0;
+    for (size_t k = 0; k < order.size(); ++k) {
+      const HostRange& r = recording.ranges[order[k]].range;
+      if (k == 0 || r.thread_id != thread) open.clear();
+      thread = r.thread_id;
+      while (!open.empty() && open.back() <= r.start_ns) open.pop_back();
+      nvtx_depth[order[k]] = int(open.size());
+      open.push_back(std::max(r.start_ns, r.end_ns));
+    }
+  }
   for (size_t i = 0; i < recording.ranges.size(); ++i) {
     const HostRange& r = recording.ranges[i].range;
-    host_row(r.thread_id, TimelineRowKind::Nvtx, r.depth)
+    host_row(r.thread_id, TimelineRowKind::Nvtx, nvtx_depth[i])
         .items.push_back({r.start_ns, std::max(r.start_ns, r.end_ns), intern(r.name), uint32_t(i), TimelineItemKind::Nvtx});
   }
   for (size_t i = 0; i < recording.api_calls.size(); ++i) {
@@ -295,7 +331,7 @@ std::string GpuTimelineData::describe(const TimelineRef& ref) const {
   if (!ref.valid()) return {};
   const TimelineItem& it = item(ref);
   std::string text = labels_[it.label] + "\nduration " + format_duration_ns(double(it.end_ns - it.start_ns)) +
-                     ", starts at " + format_duration_ns(double(it.start_ns - begin_ns_));
+                     ", starts at " + format_time_ns(double(it.start_ns - begin_ns_));
   switch (it.kind) {
     case TimelineItemKind::Kernel: {
       const KernelRecord& k = recording_.kernels[it.source];
@@ -310,7 +346,7 @@ std::string GpuTimelineData::describe(const TimelineRef& ref) const {
     case TimelineItemKind::Memcpy: text += "\n" + bytes_text(recording_.memcpys[it.source].bytes); break;
     case TimelineItemKind::Memset: text += "\n" + bytes_text(recording_.memsets[it.source].bytes); break;
     case TimelineItemKind::Nvtx:
-      text += "\nNVTX range, domain LazyScope, depth " + std::to_string(recording_.ranges[it.source].range.depth);
+      text += "\nNVTX range, domain LazyScope, depth " + std::to_string(rows_[size_t(ref.row)].depth);
       break;
     default: break;
   }

@@ -108,5 +108,7 @@ class GpuTimelineData {
 
 // "12.3 µs", "4.56 ms", "850 ns", "1.23 s".
 std::string format_duration_ns(double ns);
+// A point in time with six significant digits, "264.951 ms" (positions on a long timeline).
+std::string format_time_ns(double ns);
 
 }  // namespace lazyscope::workbench

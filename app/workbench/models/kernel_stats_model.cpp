@@ -121,7 +121,9 @@ QVariant KernelDiffModel::data(const QModelIndex& index, int role) const {
       case kTotalB: return duration_text(double(r.total_b_ns));
       case kDiff: return (r.diff_ns() > 0 ? QStringLiteral("+") : QString()) + duration_text(double(r.diff_ns()));
       case kRatio:
-        return r.total_a_ns > 0 ? QStringLiteral("%1×").arg(r.ratio(), 0, 'f', 2) : tr("only in %1").arg(name_b_);
+        if (r.total_a_ns == 0) return tr("only in %1").arg(name_b_);
+        if (r.total_b_ns == 0) return tr("only in %1").arg(name_a_);
+        return QStringLiteral("%1×").arg(r.ratio(), 0, 'f', 2);
       default: return {};
     }
   }

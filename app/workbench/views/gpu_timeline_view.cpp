@@ -26,6 +26,19 @@ double nice_step_ns(double ns_per_px, double target_px) {
   return 10.0 * power;
 }
 
+// A tick label in the unit of its time, with as many decimals as the step needs ("264.2 ms").
+QString tick_label(double t_ns, double step_ns) {
+  if (t_ns == 0.0) return QStringLiteral("0");
+  const struct { double scale; const char* unit; } units[] = {{1e9, "s"}, {1e6, "ms"}, {1e3, "µs"}, {1.0, "ns"}};
+  for (const auto& u : units) {
+    if (std::fabs(t_ns) >= u.scale || u.scale == 1.0) {
+      const int decimals = std::max(0, int(std::ceil(-std::log10(step_ns / u.scale) - 1e-9)));
+      return QStringLiteral("%1 %2").arg(t_ns / u.scale, 0, 'f', decimals).arg(QString::fromUtf8(u.unit));
+    }
+  }
+  return {};
+}
+
 QColor label_color(const std::string& label, TimelineItemKind kind) {
   const QString name = QString::fromStdString(label);
   switch (kind) {
@@ -426,7 +439,7 @@ void GpuTimelineView::paintEvent(QPaintEvent* event) {
     p.setPen(grid);
     p.drawLine(x, kAxisHeight - 6, x, kAxisHeight);
     p.setPen(text);
-    p.drawText(x + 3, kAxisHeight - 8, QString::fromStdString(format_duration_ns(t)));
+    p.drawText(x + 3, kAxisHeight - 8, tick_label(t, step));
   }
   p.setPen(grid);
   p.drawLine(0, kAxisHeight - 1, width, kAxisHeight - 1);

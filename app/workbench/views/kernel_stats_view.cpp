@@ -6,6 +6,8 @@
 #include <QTableView>
 #include <QVBoxLayout>
 
+#include "app/workbench/models/gpu_timeline_data.h"
+
 namespace lazyscope::workbench {
 
 KernelStatsView::KernelStatsView(QWidget* parent) : QWidget(parent) {
@@ -60,8 +62,8 @@ void KernelStatsView::updateSummary() {
   if (model_->rangeTo() > model_->rangeFrom())
     summary_->setText(tr("Selected range %1 – %2 (kernels that start in it): %3. Double-click the timeline to "
                          "clear the selection.")
-                          .arg(duration_text(double(model_->rangeFrom() - origin_ns_)),
-                               duration_text(double(model_->rangeTo() - origin_ns_)), counts));
+                          .arg(QString::fromStdString(format_time_ns(double(model_->rangeFrom() - origin_ns_))),
+                               QString::fromStdString(format_time_ns(double(model_->rangeTo() - origin_ns_))), counts));
   else
     summary_->setText(tr("Whole session: %1. Shift+drag on the GPU timeline to select a range.").arg(counts));
 }
