@@ -28,6 +28,7 @@ struct SchedulerOptions {
   int step_tokens = 2048;   // tokens per step: decode sequences + prefill chunk tokens
   int max_running = 256;    // sequences admitted at once
   bool keep_samples = true; // ServingResult::samples
+  bool keep_tokens = false; // RequestRecord::tokens (tests compare runs token by token)
 };
 
 // Streams a run to a GUI or a recorder; called on the scheduler's thread.
