@@ -26,6 +26,7 @@ struct RequestRecord {
   int output_tokens = 0;
   int preemptions = 0;
   int64_t bytes_copied = 0;
+  std::vector<int32_t> tokens;     // generated ids, when SchedulerOptions::keep_tokens
   double ttft_ms() const { return 1e3 * (first_token_s - arrival_s); }
   double e2e_ms() const { return 1e3 * (finish_s - arrival_s); }
   double tpot_ms() const { return output_tokens > 1 ? 1e3 * (finish_s - first_token_s) / (output_tokens - 1) : 0.0; }
