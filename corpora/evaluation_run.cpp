@@ -500,6 +500,10 @@ EvaluationRunner::EvaluationRunner(const DocumentStore& store, QuestionSet quest
     throw Error("--max-new-tokens must be between 1 and 4096 (got " +
                 std::to_string(options_.max_new_tokens) + ")");
   }
+  if (options_.concurrency < 1 || options_.concurrency > kMaxEvalConcurrency) {
+    throw Error("--concurrency must be between 1 and " + std::to_string(kMaxEvalConcurrency) +
+                " (got " + std::to_string(options_.concurrency) + ")");
+  }
   if (configs_.empty()) throw Error("evaluation: no configuration to run");
   if (questions_.questions.empty()) throw Error(questions_.source + ": no question to evaluate");
   check_gold_documents(questions_, store_);

@@ -275,6 +275,12 @@ TEST(EvaluationRun, OptionsAndConfigurationsAreChecked) {
               EvaluationRunner(store, sample_question_set(), three_configs(), bad_k);
             }).find("-k must be"),
             std::string::npos);
+  EvalOptions bad_concurrency;
+  bad_concurrency.concurrency = 0;
+  EXPECT_NE(error_of([&] {
+              EvaluationRunner(store, sample_question_set(), three_configs(), bad_concurrency);
+            }).find("--concurrency must be between 1 and 256 (got 0)"),
+            std::string::npos);
 }
 
 TEST(EvaluationRun, GoldRetrievalPutsTheGoldPassagesInThePrompt) {
