@@ -110,7 +110,9 @@ WorkloadLabPanel::WorkloadLabPanel(QWidget* parent) : QWidget(parent) {
   requests_table_->setModel(&request_rows_);
   requests_table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   requests_table_->setSelectionMode(QAbstractItemView::SingleSelection);
-  requests_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  // Fixed widths: measuring 10,000 rows' contents would stall the window.
+  requests_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
+  requests_table_->horizontalHeader()->setDefaultSectionSize(110);
   requests_table_->verticalHeader()->setVisible(false);
   requests_table_->setToolTip(tr("The requests of the run selected in the results table; click one for its details"));
   details_ = new QTextBrowser(requests_split);
@@ -123,6 +125,7 @@ WorkloadLabPanel::WorkloadLabPanel(QWidget* parent) : QWidget(parent) {
   connect(tabs_, &QTabWidget::currentChanged, this, [this] {
     dirty_ = true;
     live_charts_->markDirty();
+    fillRequestsIfShown();
   });
 
   auto* pool_scroll = new QScrollArea(right);
@@ -503,6 +506,7 @@ void WorkloadLabPanel::setStatus(const QString& text) { status_->setText(text); 
 
 void WorkloadLabPanel::resetPlots() {
   selected_run_ = -1;
+  requests_stale_ = false;
   request_rows_.setRun(nullptr);
   details_->clear();
   details_html_.clear();
@@ -598,6 +602,10 @@ void WorkloadLabPanel::selectRun(int row) {
 }
 
 void WorkloadLabPanel::selectRequest(int row) {
+  if (requests_stale_) {
+    requests_stale_ = false;
+    request_rows_.setRun(results_.resultAt(selected_run_));
+  }
   if (row < 0 || row >= request_rows_.rowCount()) return;
   requests_table_->selectRow(row);
   onRequestSelected(row);
@@ -607,9 +615,18 @@ void WorkloadLabPanel::onRunSelected(int row) {
   const ServingResult* run = results_.resultAt(row);
   if (!run || row == selected_run_) return;
   selected_run_ = row;
-  request_rows_.setRun(run);
+  requests_stale_ = true;
+  request_rows_.setRun(nullptr);
   details_->clear();
   details_html_.clear();
+  fillRequestsIfShown();
+}
+
+void WorkloadLabPanel::fillRequestsIfShown() {
+  // The request list is filled when the Requests tab is on screen (or asked for), not per row added.
+  if (!requests_stale_ || tabs_->currentWidget() != requests_table_->parentWidget()) return;
+  requests_stale_ = false;
+  request_rows_.setRun(results_.resultAt(selected_run_));
 }
 
 void WorkloadLabPanel::onRequestSelected(int row) {

@@ -107,6 +107,7 @@ class WorkloadLabPanel : public QWidget {
   void updateSourceFields();
   void onRunSelected(int row);
   void onRequestSelected(int row);
+  void fillRequestsIfShown();
 
   QThread thread_;
   WorkloadWorker* worker_ = nullptr;
@@ -122,6 +123,7 @@ class WorkloadLabPanel : public QWidget {
   std::map<std::string, std::string> replay_metadata_;
   bool replay_ = false;
   int selected_run_ = -1;
+  bool requests_stale_ = false;  // the selected run's requests are not in the list yet
   QString details_html_;  // what the details pane shows, as written
   WorkloadRequestsModel request_rows_;
   QString error_;  // what stopped the last run before it began, if anything

@@ -420,9 +420,9 @@ TEST(WorkloadLab, ClickingARequestShowsItsDocumentsPlacementsAndCopies) {
   ASSERT_EQ(materialized.policy, "materialized");
   // The same workload as the Lab built (seeded), for the expected placements.
   const Workload w = make_lab_workload(panel.config(), 128256);
+  panel.tabs()->setCurrentIndex(3);  // the Requests tab fills its list when shown
   panel.selectRun(0);
   ASSERT_EQ(panel.requestsModel()->rowCount(), 40);
-  panel.tabs()->setCurrentIndex(3);
   QTableView* table = panel.requestsTable();
   ASSERT_TRUE(table->isVisible());
   // A real click on the row of request 7.
