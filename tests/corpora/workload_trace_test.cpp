@@ -143,6 +143,38 @@ TEST(WorkloadTrace, AccountingModeOnTheTraceIsDeterministic) {
   }
 }
 
+TEST(WorkloadTrace, RealCpuRunOfTheTraceMatchesAccountingMode) {
+  // The checkpoint's weights stay alive for the CPU backend, which reads them in place.
+  const CorpusSource& s = sample_source();
+  CorpusWorkloadOptions o;
+  o.top_k = 2;
+  o.questions = 6;
+  WorkloadOptions base;
+  base.concurrency = 2;
+  base.output_tokens = 2;
+  const Workload w = make_corpus_workload(s.store, s.questions, tiny_tokenizer(), base, o);
+  ServingConfig cpu;
+  cpu.backend = "cpu";
+  cpu.model = lazyscope::testing::tiny_model_dir();
+  cpu.cpu_threads = 1;
+  ServingEngine real(cpu);
+  ServingConfig accounting;
+  accounting.synthetic = "llama-3.2-1b";
+  ServingEngine model(accounting);
+  const int64_t budget = 96 * int64_t(real.bytes_per_block());
+  const int64_t same_blocks = 96 * int64_t(model.bytes_per_block());
+  for (Policy policy : {Policy::Materialized, Policy::Lazy}) {
+    const ServingResult a = real.run(w, budget, policy, {});
+    const ServingResult b = model.run(w, same_blocks, policy, {});
+    EXPECT_EQ(a.backend, "cpu");
+    EXPECT_EQ(a.requests, 6);
+    EXPECT_EQ(a.num_blocks, b.num_blocks);
+    EXPECT_EQ(a.hit_ratio_tokens, b.hit_ratio_tokens) << to_string(policy);
+    EXPECT_EQ(a.hit_ratio_documents, b.hit_ratio_documents) << to_string(policy);
+    for (const RequestRecord& r : a.records) EXPECT_EQ(r.output_tokens, 2);
+  }
+}
+
 TEST(WorkloadTrace, BadOptionsAreClearErrors) {
   const CorpusSource& s = sample_source();
   CorpusWorkloadOptions o;
