@@ -154,6 +154,7 @@ WorkloadLabConfig corpus_trace_cpu_preset(const QString& corpus) {
   c.workload.requests = 8;
   c.workload.concurrency = 3;
   c.workload.output_tokens = 4;
+  c.budgets = {64ll << 20};  // SmolLM2's fp32 KV: a materialized request holds about 40 blocks of 0.7 MiB
   return c;
 }
 

@@ -45,7 +45,7 @@ WorkloadLabConfig paper_preset();
 WorkloadLabConfig small_cpu_preset();
 
 // The small CPU run on the loaded corpus's questions: the first 8 questions, each with its BM25
-// top-2 passages, concurrency 3, 4 output tokens, none / materialized / lazy at 24 MiB.
+// top-2 passages, concurrency 3, 4 output tokens, none / materialized / lazy at 64 MiB.
 WorkloadLabConfig corpus_trace_cpu_preset(const QString& corpus);
 
 // The workload a config describes, as the worker builds it (tests compare it with the CLI's).

@@ -213,7 +213,7 @@ void WorkloadLabPanel::buildForm(QWidget* form) {
   trace_preset->setObjectName(QStringLiteral("workload_trace_preset"));
   trace_preset->setToolTip(tr("The default model on the CPU: the loaded corpus's first 8 questions, each with its "
                               "BM25 top-2 passages, concurrency 3, 4 output tokens, none / materialized / lazy at "
-                              "24 MiB per policy"));
+                              "64 MiB per policy"));
   connect(trace_preset, &QPushButton::clicked, this, [this] { setConfig(corpus_trace_cpu_preset(corpus_)); });
   auto* presets = new QWidget(form);
   auto* presets_row = new QHBoxLayout(presets);
