@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <random>
 
@@ -225,6 +226,19 @@ TEST(ThreadPool, RunsEveryWorkerAndSplitsRanges) {
   std::vector<int> ran(3, 0);
   pool.run([&](int w) { ran[w] = 1; });
   EXPECT_EQ(ran, std::vector<int>({1, 1, 1}));
+}
+
+TEST(ThreadPool, RunsEveryChunkExactlyOnceOverManyJobs) {
+  // Thousands of short jobs back to back, of two sizes: every chunk runs once, none is lost or
+  // repeated by a worker that wakes late, and run_chunks returns only when all are done.
+  cpu::ThreadPool pool(3);
+  std::vector<std::atomic<int>> counts(37);
+  const int rounds = 3000;
+  for (int round = 0; round < rounds; ++round) {
+    pool.run_chunks(round % 2 == 0 ? 37 : 5, [&](int c) { counts[std::size_t(c)].fetch_add(1); });
+  }
+  for (int c = 0; c < 37; ++c) EXPECT_EQ(counts[std::size_t(c)].load(), c < 5 ? rounds : rounds / 2) << "chunk " << c;
+  EXPECT_THROW(pool.run_chunks(cpu::ThreadPool::kMaxChunks + 1, [](int) {}), Error);
 }
 
 // One forward of the same numbers through both backends: Q4_1 weights dequantized for the exact one.
