@@ -46,7 +46,7 @@ void EvaluationWorker::run(const EvaluationPlan& plan) {
     }
     Session& session = *loaded;
     if (cancel_.load()) {
-      Q_EMIT finished(true, 0.0);
+      Q_EMIT finished(true, 0.0, {});
       return;
     }
     const int total = int(runner.questions().questions.size());
@@ -58,7 +58,8 @@ void EvaluationWorker::run(const EvaluationPlan& plan) {
           if (p.last) Q_EMIT questionFinished(*p.last, p.done, p.total, p.remaining_s);
         },
         &cancel_);
-    Q_EMIT finished(report.cancelled, report.wall_seconds);
+    Q_EMIT finished(report.cancelled, report.wall_seconds,
+                    QList<double>(report.config_seconds.begin(), report.config_seconds.end()));
   } catch (const std::exception& e) {
     Q_EMIT failed(QString::fromUtf8(e.what()));
   }

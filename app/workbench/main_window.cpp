@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <optional>
 
 #include "app/workbench/corpus_source.h"
 #include "app/workbench/engine_worker.h"
@@ -42,6 +43,7 @@
 #include "app/workbench/views/shortcuts_help.h"
 #include "app/workbench/views/timeline_view.h"
 #include "app/workbench/views/workload_lab_panel.h"
+#include "profiler/workload_tables.h"
 #include "app/workbench/views/welcome_page.h"
 #include "app/workbench/workbench_settings.h"
 #include "base/atomic_file.h"
@@ -474,6 +476,7 @@ bool MainWindow::openCorpus(const QString& path) {
     const int questions = int(source->questions().size());
     corpus_->setCorpus(std::move(source));
     evaluation_->setCorpus(path, questions);
+    workload_lab_->setCorpus(path, questions);
     if (options_.restore_layout) remember_corpus(path);
     return true;
   } catch (const std::exception& e) {
@@ -803,7 +806,14 @@ bool MainWindow::exportSessionReport(const QString& path) {
       }
     });
     guard.check();
-    save_session_sqlite(worker_->recordingSnapshot(), target);
+    const SessionRecording recording = worker_->recordingSnapshot();
+    if (workload_lab_->hasResults()) {
+      // The Workload Lab's runs go into the same report, beside the session's requests.
+      save_workload_sqlite(workload_lab_->reportMetadata(), workload_lab_->resultsModel()->results(), target,
+                           &workload_lab_->prompts(), &recording);
+    } else {
+      save_session_sqlite(recording, target);
+    }
   } catch (const std::exception& e) {
     showError(tr("Could not export the session report to %1").arg(path),
               QString::fromUtf8(e.what()));
@@ -822,8 +832,18 @@ bool MainWindow::openSessionReport(const QString& path) {
     showError(tr("Could not open the session report %1").arg(path), QString::fromUtf8(e.what()));
     return false;
   }
+  std::optional<WorkloadReport> workload;
+  try {
+    workload = load_workload_sqlite(std::filesystem::path(path.toStdString()));
+  } catch (const std::exception& e) {
+    showError(tr("Could not read the workload runs of %1").arg(path), QString::fromUtf8(e.what()));
+  }
   auto* window = new ReportWindow(recording, path, this);
   window->show();
+  if (workload && !workload->runs.empty()) {
+    workload_lab_->showReport(*workload, path);
+    showWorkloadLab();
+  }
   if (options_.restore_layout) add_recent_report(path);
   statusBar()->showMessage(tr("Opened the session report %1").arg(path), 5000);
   return true;

@@ -389,17 +389,19 @@ void fast_paged_attention(const PagedAttentionParams& p, const RopeTable& rope, 
   // prefill), and a decode step has only as many items as KV heads.
   const int chunks = int(std::min<int64_t>(work, pool.threads() == 1 ? 1 : 64 * pool.threads()));
   pool.run_chunks(chunks, [&](int chunk) {
+    // A thread's scratch outlives the call: each buffer grows to this call's own need (a group
+    // larger than the last call's, with a smaller head_dim, overflowed row_max when only qrot's
+    // size was checked).
     thread_local Scratch s;
-    if (s.qrot.size() < std::size_t(G * D)) {
-      s.qrot.resize(std::size_t(G * D));
-      s.acc.resize(std::size_t(G * D));
-      s.row_max.resize(std::size_t(G));
-      s.row_sum.resize(std::size_t(G));
-    }
-    if (s.scores.size() < std::size_t(p.block_size)) {
-      s.scores.resize(std::size_t(p.block_size) + 16);
-      s.probs.resize(std::size_t(p.block_size) + 16);
-    }
+    auto at_least = [](std::vector<float>& v, std::size_t n) {
+      if (v.size() < n) v.resize(n);
+    };
+    at_least(s.qrot, std::size_t(G) * D);
+    at_least(s.acc, std::size_t(G) * D);
+    at_least(s.row_max, std::size_t(G));
+    at_least(s.row_sum, std::size_t(G));
+    at_least(s.scores, std::size_t(p.block_size) + 16);
+    at_least(s.probs, std::size_t(p.block_size) + 16);
     for (int64_t w = chunk; w < work; w += chunks) {
       const int token = int(w / p.num_kv_heads), kv_head = int(w % p.num_kv_heads);
       attend(p, rope, token, kv_head, prior + token + 1, s);

@@ -334,8 +334,10 @@ void EvaluationPanel::onQuestion(const corpora::QuestionResult& result, int done
   Q_EMIT progressChanged(total > 0 ? double(done) / total : 0.0, status_->text());
 }
 
-void EvaluationPanel::onFinished(bool cancelled, double wall_seconds) {
+void EvaluationPanel::onFinished(bool cancelled, double wall_seconds,
+                                 const QList<double>& config_seconds) {
   setRunning(false);
+  model_.setConfigSeconds(std::vector<double>(config_seconds.begin(), config_seconds.end()));
   const int done = int(model_.report().questions.size());
   status_->setText(
       cancelled ? tr("Stopped: %1 of %2 questions finished (kept).")

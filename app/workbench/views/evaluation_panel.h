@@ -3,6 +3,7 @@
 // policies, a bar chart of exact match / containment / F1 per configuration, the lazy vs
 // materialized identity verdict, the block-vs-full warning, and a table of the questions where
 // the configurations disagree; clicking a row loads that question and its passages.
+#include <QList>
 #include <QThread>
 #include <QWidget>
 #include <functional>
@@ -74,7 +75,7 @@ class EvaluationPanel : public QWidget {
  private:
   void onStarted(const std::vector<corpora::EvalConfig>& configs, int total, const QString& model);
   void onQuestion(const corpora::QuestionResult& result, int done, int total, double remaining_s);
-  void onFinished(bool cancelled, double wall_seconds);
+  void onFinished(bool cancelled, double wall_seconds, const QList<double>& config_seconds);
   void onFailed(const QString& message);
   void activateRow(const QModelIndex& index);
   void replot();

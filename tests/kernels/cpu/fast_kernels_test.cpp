@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cmath>
 #include <random>
 
@@ -61,7 +63,7 @@ TEST_P(FastMatmul, MatchesTheDequantizedProductAtEveryIsaLevel) {
     double round_trip = 0.0;
     for (std::size_t i = 0; i < w.size(); ++i) round_trip = std::max(round_trip, double(std::fabs(w[i] - wd[i])));
     EXPECT_LT(round_trip, 0.05 * 0.6) << weight_format_info(format)->name;
-    for (int n : {1, 3, 9}) {
+    for (int n : {1, 3, 9, 21}) {
       const std::vector<float> x = random_values(std::size_t(n) * cols, 11 + n);
       std::vector<double> expected(std::size_t(n) * rows);
       double largest = 0.0;
@@ -104,6 +106,27 @@ INSTANTIATE_TEST_SUITE_P(Formats, FastMatmul,
                                            WeightFormat::Q5_1, WeightFormat::Q8_0, WeightFormat::F16,
                                            WeightFormat::BF16, WeightFormat::F32),
                          [](const auto& info) { return std::string(weight_format_info(info.param)->name); });
+
+TEST(FastMatmul, ActivationQuantizationIsTheSameAtEveryIsaLevel) {
+  const int n = 5, cols = 96;
+  std::vector<float> x = random_values(std::size_t(n) * cols, 3);
+  for (int j = 0; j < 32; ++j) x[std::size_t(j)] = 0.0f;                   // an all-zero block
+  for (int j = 0; j < 32; ++j) x[std::size_t(32 + j)] = float(j - 16) * 0.5f;  // halfway cases
+  std::vector<cpu::MatmulInput> inputs;
+  for (cpu::Isa isa : isa_levels()) {
+    cpu::set_isa_limit(isa);
+    cpu::MatmulInput in;
+    cpu::reset_input(in, x.data(), n, cols);
+    cpu::quantize_input_rows(in, 0, n);
+    inputs.push_back(std::move(in));
+  }
+  cpu::set_isa_limit(cpu::detected_isa());
+  for (std::size_t i = 1; i < inputs.size(); ++i) {
+    EXPECT_EQ(inputs[i].q, inputs[0].q) << cpu::isa_name(cpu::Isa(i));
+    EXPECT_EQ(inputs[i].scale, inputs[0].scale) << cpu::isa_name(cpu::Isa(i));
+    EXPECT_EQ(inputs[i].sum_eighth, inputs[0].sum_eighth) << cpu::isa_name(cpu::Isa(i));
+  }
+}
 
 TEST(FastMatmul, RejectsAMismatchedWidth) {
   const std::vector<float> w = random_values(4 * 64, 1);
@@ -164,6 +187,53 @@ TEST(FastAttention, MatchesTheReferenceWithShiftsAtEveryIsaLevel) {
   }
 }
 
+// One thread's scratch serves calls of different shapes: a wider GQA group after a larger
+// head_dim (3 x 64 floats, then 16 x 8) must not write past the group's row buffers
+// (AddressSanitizer flagged it in the sanitized suite); the result still matches the reference.
+TEST(FastAttention, AThreadsScratchFitsEveryShapeInTurn) {
+  cpu::ThreadPool pool(1);  // every call on this thread, with its one scratch
+  for (auto [heads, kv_heads, head_dim] : {std::array{6, 2, 64}, std::array{32, 2, 8}, std::array{4, 4, 32}}) {
+    const int block_size = 4, blocks = 3, n = 2;
+    RopeParams rope;
+    const std::vector<float> inv_freq = rope_inv_freq(rope, head_dim);
+    const std::size_t pool_size = std::size_t(blocks) * kv_heads * block_size * head_dim;
+    const std::vector<float> k_pool = random_values(pool_size, 7), v_pool = random_values(pool_size, 8);
+    const std::vector<float> q = random_values(std::size_t(n) * heads * head_dim, 9);
+    const std::vector<BlockRef> table = {{0, 0, 4}, {2, 3, 4}, {1, 0, 2}};
+    const std::vector<int32_t> positions = {8, 9};
+    cpu::PagedAttentionParams p;
+    p.q = q.data();
+    p.q_positions = positions.data();
+    p.k_pool = k_pool.data();
+    p.v_pool = v_pool.data();
+    p.table = table.data();
+    p.table_len = int(table.size());
+    p.n = n;
+    p.num_heads = heads;
+    p.num_kv_heads = kv_heads;
+    p.head_dim = head_dim;
+    p.block_size = block_size;
+    p.inv_freq = inv_freq.data();
+    p.lazy = true;
+    std::vector<float> expected(q.size());
+    p.out = expected.data();
+    cpu::paged_attention(p);
+    cpu::RopeTable table_rope;
+    table_rope.reset(inv_freq.data(), head_dim);
+    int64_t lo, hi;
+    cpu::attention_rotation_range(p, &lo, &hi);
+    table_rope.cover(lo, hi);
+    for (cpu::Isa isa : isa_levels()) {
+      std::vector<float> out(q.size(), NAN);
+      p.out = out.data();
+      cpu::fast_paged_attention(p, table_rope, pool, isa);
+      double worst = 0.0;
+      for (std::size_t i = 0; i < out.size(); ++i) worst = std::max(worst, double(std::fabs(out[i] - expected[i])));
+      EXPECT_LE(worst, 2e-5) << cpu::isa_name(isa) << " " << heads << "/" << kv_heads << "/" << head_dim;
+    }
+  }
+}
+
 TEST(ThreadPool, RunsEveryWorkerAndSplitsRanges) {
   cpu::ThreadPool pool(3);
   std::vector<int> hits(1000, 0);
@@ -177,6 +247,19 @@ TEST(ThreadPool, RunsEveryWorkerAndSplitsRanges) {
   std::vector<int> ran(3, 0);
   pool.run([&](int w) { ran[w] = 1; });
   EXPECT_EQ(ran, std::vector<int>({1, 1, 1}));
+}
+
+TEST(ThreadPool, RunsEveryChunkExactlyOnceOverManyJobs) {
+  // Thousands of short jobs back to back, of two sizes: every chunk runs once, none is lost or
+  // repeated by a worker that wakes late, and run_chunks returns only when all are done.
+  cpu::ThreadPool pool(3);
+  std::vector<std::atomic<int>> counts(37);
+  const int rounds = 3000;
+  for (int round = 0; round < rounds; ++round) {
+    pool.run_chunks(round % 2 == 0 ? 37 : 5, [&](int c) { counts[std::size_t(c)].fetch_add(1); });
+  }
+  for (int c = 0; c < 37; ++c) EXPECT_EQ(counts[std::size_t(c)].load(), c < 5 ? rounds : rounds / 2) << "chunk " << c;
+  EXPECT_THROW(pool.run_chunks(cpu::ThreadPool::kMaxChunks + 1, [](int) {}), Error);
 }
 
 // One forward of the same numbers through both backends: Q4_1 weights dequantized for the exact one.
