@@ -41,7 +41,7 @@ void EvaluationWorker::run(const EvaluationPlan& plan) {
     try {
       loaded = std::make_unique<Session>(options, nullptr, cancellable({}, &cancel_));
     } catch (const Cancelled&) {
-      Q_EMIT finished(true, 0.0);
+      Q_EMIT finished(true, 0.0, {});
       return;
     }
     Session& session = *loaded;
