@@ -1,6 +1,7 @@
 // NVTX is always on: a tool attached through NVTX's injection interface (what Nsight Systems uses,
 // here tests/profiler/nvtx_probe) sees the engine's ranges in the "LazyScope" domain on a plain
-// CPU run, without --trace-gpu or --record. Skipped where the build has no nvtx3 headers.
+// CPU run, without --trace-gpu or --record, each with the request's number as its int64 payload.
+// Skipped where the build has no nvtx3 headers.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -36,12 +37,15 @@ TEST(NvtxAlwaysOn, AnInjectedToolSeesTheEngineRangesWithoutADeviceTrace) {
   ASSERT_GE(lines.size(), 3u) << "the injected tool saw nothing";
   EXPECT_EQ(lines[0], "attached");
   EXPECT_EQ(lines[1], "create\tLazyScope");
-  EXPECT_EQ(lines[2], "push\tLazyScope\trequest (lazy)");
+  EXPECT_EQ(lines[2], "push\tLazyScope\trequest (lazy)\t1");
   int pushes = 0, pops = 0, encodes = 0, prefills = 0, decodes = 0;
   for (const std::string& l : lines) {
     if (l.rfind("push\tLazyScope\t", 0) == 0) {
       ++pushes;
-      const std::string name = l.substr(15);
+      const std::size_t tab = l.rfind('\t');
+      ASSERT_GT(tab, 15u) << "a range without the request's payload: " << l;
+      EXPECT_EQ(l.substr(tab + 1), "1") << l;  // the session's first (and only) request
+      const std::string name = l.substr(15, tab - 15);
       encodes += name.rfind("encode segment", 0) == 0;
       prefills += name.rfind("prefill", 0) == 0;
       decodes += name.rfind("decode step", 0) == 0;

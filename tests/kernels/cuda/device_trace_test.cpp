@@ -1,6 +1,7 @@
 // The CUPTI device tracer: kernel names read well; a real forward step on the GPU shows up as kernel
 // records (launch configuration, registers, a launch API record by correlation id) inside the host
-// range that launched them; graph-replayed decode kernels carry their graph launch's correlation id.
+// range that launched them; graph-replayed decode kernels carry their graph launch's correlation id;
+// past DeviceTraceOptions::kernel_steps decode steps, each graph launch is one graph-level record.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -95,6 +96,61 @@ TEST(DeviceTrace, ForwardStepKernelsLandInsideTheirRange) {
   EXPECT_GT(graph_kernels, 0);
   tracer.reset();
   EXPECT_NE(make_device_tracer(&why), nullptr) << why;  // free again
+}
+
+TEST(DeviceTrace, DecodeStepsPastTheKernelStepsAreOneGraphRecordPerLaunch) {
+  LAZYSCOPE_REQUIRE_GPU();
+  DeviceTraceOptions options;
+  options.kernel_steps = 1;
+  std::string why;
+  std::unique_ptr<DeviceTracer> tracer = make_device_tracer(options, &why);
+  ASSERT_NE(tracer, nullptr) << why;
+  CudaBackend backend;
+  backend.load_synthetic(synthetic_shape("tiny"), 3);
+  backend.allocate_pool(8, 16);
+  std::vector<float> logits;
+  const std::vector<int32_t> tokens{1, 2, 3, 4, 5}, positions{0, 1, 2, 3, 4}, slots{0, 1, 2, 3, 4};
+  const std::vector<BlockRef> table{BlockRef{0, 0, 5}};
+  backend.forward(ForwardStep{tokens, positions, slots, table, false, true}, &logits);
+  auto decode = [&](int i) {
+    const std::vector<int32_t> one{6}, pos{5 + i}, slot{5 + i};
+    const std::vector<BlockRef> t{BlockRef{0, 0, 6 + i}};
+    backend.forward(ForwardStep{one, pos, slot, t, false, true}, &logits);
+  };
+  decode(0);  // captures the step's graph (not traced by the rules below: before the request)
+  backend.synchronize();
+  tracer->drain();
+  for (int step = 1; step <= 4; ++step) {
+    tracer->decode_step(step);
+    decode(step);
+  }
+  backend.synchronize();
+  const DeviceActivity a = tracer->drain();
+  EXPECT_EQ(a.kernel_detail_steps, 1);
+  EXPECT_EQ(a.graph_level_steps, 3);
+  std::set<uint32_t> graph_launches;
+  for (const ApiRecord& c : a.api_calls) {
+    if (c.name.rfind("cudaGraphLaunch", 0) == 0) graph_launches.insert(c.correlation_id);
+  }
+  ASSERT_EQ(graph_launches.size(), 4u);
+  std::set<uint32_t> kernel_launches;
+  for (const KernelRecord& k : a.kernels) kernel_launches.insert(k.correlation_id);
+  EXPECT_EQ(kernel_launches.size(), 1u) << "kernel records from more than the first step";
+  EXPECT_TRUE(graph_launches.count(*kernel_launches.begin()));
+  ASSERT_EQ(a.graphs.size(), 3u);
+  for (const GraphRecord& g : a.graphs) {
+    EXPECT_TRUE(graph_launches.count(g.correlation_id)) << g.correlation_id;
+    EXPECT_FALSE(kernel_launches.count(g.correlation_id));
+    EXPECT_LT(g.start_ns, g.end_ns);
+  }
+  // The next request starts with kernel detail again.
+  tracer->decode_step(1);
+  decode(5);
+  backend.synchronize();
+  const DeviceActivity next = tracer->drain();
+  EXPECT_EQ(next.kernel_detail_steps, -1);
+  EXPECT_TRUE(next.graphs.empty());
+  EXPECT_FALSE(next.kernels.empty());
 }
 
 }  // namespace
