@@ -264,11 +264,20 @@ class CuptiTracer final : public HostRangeTracer {
       return;
     }
     // From here on one record per graph launch: kernel records off, graph records on (CUPTI does
-    // not deliver both for the same launches).
-    for (CUpti_ActivityKind kind : detail_kinds(options_)) cuptiActivityDisable(kind);
-    if (cuptiActivityEnable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE) != CUPTI_SUCCESS) {
+    // not deliver both for the same launches). Copies stay recorded where CUPTI allows it.
+    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    paused_ = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL};
+    CUptiResult result = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
+    if (result != CUPTI_SUCCESS && options_.memory) {
+      for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET}) {
+        cuptiActivityDisable(kind);
+        paused_.push_back(kind);
+      }
+      result = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
+    }
+    if (result != CUPTI_SUCCESS) {
       graph_trace_works_ = false;  // keep every kernel, for this and every later request
-      for (CUpti_ActivityKind kind : detail_kinds(options_)) cuptiActivityEnable(kind);
+      resume();
       detail_steps_ = std::max(detail_steps_, step);
       return;
     }
@@ -283,7 +292,7 @@ class CuptiTracer final : public HostRangeTracer {
     out.graph_level_steps = graph_level_steps_;
     if (graph_level_) {  // the next request starts with kernel detail again
       cuptiActivityDisable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
-      for (CUpti_ActivityKind kind : detail_kinds(options_)) cuptiActivityEnable(kind);
+      resume();
       graph_level_ = false;
     }
     detail_steps_ = graph_level_steps_ = 0;
@@ -319,7 +328,13 @@ class CuptiTracer final : public HostRangeTracer {
   }
 
  private:
+  void resume() {
+    for (CUpti_ActivityKind kind : paused_) cuptiActivityEnable(kind);
+    paused_.clear();
+  }
+
   DeviceTraceOptions options_;
+  std::vector<CUpti_ActivityKind> paused_;  // kinds off during graph-level steps
   std::vector<GpuInfo> gpus_;
   bool gpus_sent_ = false;
   ApiNames names_;
