@@ -71,10 +71,17 @@ PY
 fi
 if has tests; then
   echo "== GPU tests of the tracer at $(( $(date +%s) - t0 )) s"
-  timeout 90 $BIN/test_kernels_cuda --gtest_filter='DeviceTrace*' 2>&1 | tail -12 | tee "$OUT/tests.log"
+  timeout 90 $BIN/test_kernels_cuda --gtest_filter='DeviceTrace*' > $W/tests.log 2>&1
+  rc=$?
+  tail -14 $W/tests.log | tee "$OUT/tests.log"
+  echo "== GPU tests rc=$rc"
+  if [ $rc -ge 128 ]; then  # a crash: where (cuda-gdb also debugs host code)
+    timeout 60 cuda-gdb -batch -ex run -ex bt --args $BIN/test_kernels_cuda --gtest_filter='DeviceTrace*' 2>&1 |
+      grep -vE "^\[New Thread|^\[Thread" | tail -30 | tee -a "$OUT/tests.log"
+  fi
 fi
 if has bench; then
   echo "== tracing overhead bench at $(( $(date +%s) - t0 )) s"
-  timeout ${BENCH_TIMEOUT:-200} $BIN/bench_tracing_overhead --repeats ${REPEATS:-4} 2>&1 | tee "$OUT/tracing_overhead.md"
+  timeout ${BENCH_TIMEOUT:-200} $BIN/bench_tracing_overhead --repeats ${REPEATS:-5} 2>&1 | tee "$OUT/tracing_overhead.md"
 fi
 echo "== done at $(( $(date +%s) - t0 )) s"

@@ -131,9 +131,10 @@ struct DeviceActivity {
   std::vector<GpuInfo> gpus;      // filled once, with the first request's activity
   uint64_t dropped_records = 0;   // CUPTI records lost since the previous drain (buffers full)
   bool device_traced = false;     // false: host ranges only (CPU backend or no device trace)
-  // Which decode steps have per-kernel records: steps 1..kernel_detail_steps did; the
-  // graph_level_steps after them have one GraphRecord per graph launch instead. Encodes, copies
-  // and the prefill always have kernel detail. kernel_detail_steps = -1: every step had.
+  // Which decode steps have per-kernel records: steps 1..kernel_detail_steps ran their kernels one
+  // by one; the graph_level_steps after them replayed a CUDA graph, one GraphRecord each. Encodes,
+  // copies and the prefill always have kernel detail. kernel_detail_steps = -1: every kernel of
+  // every step was recorded (graph replays too, node by node).
   int kernel_detail_steps = -1;
   int graph_level_steps = 0;
   double flush_ms = 0.0;          // time drain() spent flushing and copying CUPTI's buffers
@@ -150,10 +151,15 @@ class DeviceTracer {
   // Always an NVTX range too (payload: request_id when non-zero), free when no tool listens.
   virtual void range_push(const std::string& name, int64_t request_id = 0) = 0;
   virtual void range_pop() = 0;
-  // The engine is about to run decode step `step` (1, 2, ...) of the current request. A device
-  // tracer keeps per-kernel records for the first DeviceTraceOptions::kernel_steps of them and
-  // graph-level records for the rest (the detail comes back with the next drain()).
-  virtual void decode_step(int step) { (void)step; }
+  // The engine is about to run decode step `step` (1, 2, ...) of the current request. True: run
+  // that step's kernels one by one, not from its CUDA graph (Backend::next_decode_without_graph),
+  // so that each gets a record: a CUPTI tracer asks this for the first
+  // DeviceTraceOptions::kernel_steps steps; the later ones replay their graph and get one
+  // graph-level record each. The counts come back with the next drain().
+  virtual bool decode_step(int step) {
+    (void)step;
+    return false;
+  }
   // Every record completed since the last call (flushes CUPTI's buffers first), sorted by start.
   virtual DeviceActivity drain() = 0;
 };
@@ -190,9 +196,10 @@ class DeviceRange {
 struct DeviceTraceOptions {
   bool memory = true;     // memcpy and memset records
   bool api_calls = true;  // runtime and driver API calls (the correlation ids' other side)
-  // Decode steps per request with a record for every kernel; later decode steps record one
-  // CUPTI graph-trace record per CUDA graph launch (a per-kernel record costs GPU time in every
-  // step of many short kernels). -1: every kernel of every step.
+  // Decode steps per request whose kernels run one by one with a record each; later decode steps
+  // replay their CUDA graph with one CUPTI graph-trace record per launch (a per-kernel record inside
+  // a graph costs GPU time in every step of many short kernels). -1: no graph-level records, every
+  // kernel of every step recorded (graph nodes too).
   int kernel_steps = 1;
 };
 

@@ -186,6 +186,8 @@ const std::string& Session::device_trace_note() const { return impl_->trace_note
 
 void Session::set_device_tracer(std::unique_ptr<DeviceTracer> tracer) {
   impl_->tracer.reset();
+  // Graphs captured before are dropped: every graph a trace sees is instantiated under it.
+  impl_->backend->drop_graphs();
   impl_->tracer = tracer ? std::move(tracer) : std::make_unique<HostRangeTracer>();
 }
 
@@ -346,7 +348,7 @@ RunResult Session::submit(const PreparedRequest& prepared, const RunOptions& opt
       if (on_token) on_token(te);
       if (is_eos || step_index + 1 == max_new) break;
       SegmentTask next = cache.next_decode_step(plan, token);
-      im.tracer->decode_step(step_index + 1);
+      if (im.tracer->decode_step(step_index + 1)) im.backend->next_decode_without_graph();
       DeviceRange range(im.tracer.get(), "decode step " + std::to_string(step_index + 1), request_id);
       run_step(next);
     }

@@ -108,7 +108,8 @@ class Session {
   // Empty when trace_device was asked for and works; otherwise why there is no device trace.
   const std::string& device_trace_note() const;
   // Replaces the session's tracer between requests (null: host ranges only, as without
-  // trace_device). The old tracer goes first: a CUPTI tracer detaches CUPTI when it goes.
+  // trace_device). The old tracer goes first (a CUPTI tracer detaches CUPTI when it goes), then
+  // the backend's captured CUDA graphs (recaptured under the new tracer by the next request).
   void set_device_tracer(std::unique_ptr<DeviceTracer> tracer);
   const std::vector<Policy>& policies() const;
   int blocks_per_policy() const;

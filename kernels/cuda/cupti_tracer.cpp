@@ -1,12 +1,15 @@
 // DeviceTracer on CUPTI's activity API: concurrent-kernel records (launch configuration, registers,
 // shared memory, graph node), memcpy and memset records, runtime and driver API records (cuBLASLt
-// launches its kernels through the driver), all with correlation ids, and for the decode steps past
-// DeviceTraceOptions::kernel_steps one graph-trace record per CUDA graph launch instead of the
-// kernel records; host ranges and their NVTX twins come from HostRangeTracer. CUPTI timestamps are
-// moved onto std::chrono::steady_clock with one offset taken when the tracer starts. CUPTI fills
-// large pre-zeroed buffers; completed ones are only queued, and drain() (after the request's
-// timers stopped) reads the records and recycles the buffers; kernel names are demangled later, by
-// the session recorder. Destroying the tracer detaches CUPTI from the process.
+// launches its kernels through the driver), all with correlation ids; with
+// DeviceTraceOptions::kernel_steps >= 0 also graph-trace records, one per CUDA graph launch (graph
+// replays then get no per-node kernel records, as with nsys --cuda-graph-trace=graph), and the
+// first kernel_steps decode steps of a request run their kernels outside the graph to keep their
+// kernel records. Every kind is enabled once, when the tracer starts. Host ranges and their NVTX
+// twins come from HostRangeTracer. CUPTI timestamps are moved onto std::chrono::steady_clock with
+// one offset taken when the tracer starts. CUPTI fills large pre-zeroed buffers; completed ones are
+// only queued, and drain() (after the request's timers stopped) reads the records and recycles the
+// buffers; kernel names are demangled later, by the session recorder. Destroying the tracer
+// detaches CUPTI from the process.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -236,7 +239,8 @@ std::vector<GpuInfo> visible_gpus() {
 
 class CuptiTracer final : public HostRangeTracer {
  public:
-  explicit CuptiTracer(const DeviceTraceOptions& options) : options_(options), gpus_(visible_gpus()) {}
+  CuptiTracer(const DeviceTraceOptions& options, bool graph_level)
+      : options_(options), gpus_(visible_gpus()), graph_level_(graph_level) {}
 
   ~CuptiTracer() override {
     // Detach CUPTI entirely (cuptiFinalize, after the synchronisation and flush it requires): a
@@ -254,35 +258,14 @@ class CuptiTracer final : public HostRangeTracer {
     g_active = false;
   }
 
-  void decode_step(int step) override {
-    if (graph_level_) {
-      ++graph_level_steps_;
-      return;
+  bool decode_step(int step) override {
+    if (!graph_level_) return false;  // every kernel is recorded, graph nodes too
+    if (step <= options_.kernel_steps) {
+      ++detail_steps_;
+      return true;
     }
-    if (options_.kernel_steps < 0 || step <= options_.kernel_steps || !graph_trace_works_) {
-      detail_steps_ = std::max(detail_steps_, step);
-      return;
-    }
-    // From here on one record per graph launch: kernel records off, graph records on (CUPTI does
-    // not deliver both for the same launches). Copies stay recorded where CUPTI allows it.
-    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    paused_ = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL};
-    CUptiResult result = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
-    if (result != CUPTI_SUCCESS && options_.memory) {
-      for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET}) {
-        cuptiActivityDisable(kind);
-        paused_.push_back(kind);
-      }
-      result = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
-    }
-    if (result != CUPTI_SUCCESS) {
-      graph_trace_works_ = false;  // keep every kernel, for this and every later request
-      resume();
-      detail_steps_ = std::max(detail_steps_, step);
-      return;
-    }
-    graph_level_ = true;
-    graph_level_steps_ = 1;
+    ++graph_level_steps_;
+    return false;
   }
 
   DeviceActivity drain() override {
@@ -290,11 +273,6 @@ class CuptiTracer final : public HostRangeTracer {
     DeviceActivity out;
     out.kernel_detail_steps = graph_level_ ? detail_steps_ : -1;
     out.graph_level_steps = graph_level_steps_;
-    if (graph_level_) {  // the next request starts with kernel detail again
-      cuptiActivityDisable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
-      resume();
-      graph_level_ = false;
-    }
     detail_steps_ = graph_level_steps_ = 0;
     cuptiActivityFlushAll(0);
     std::vector<CompletedBuffer> completed;
@@ -328,18 +306,11 @@ class CuptiTracer final : public HostRangeTracer {
   }
 
  private:
-  void resume() {
-    for (CUpti_ActivityKind kind : paused_) cuptiActivityEnable(kind);
-    paused_.clear();
-  }
-
   DeviceTraceOptions options_;
-  std::vector<CUpti_ActivityKind> paused_;  // kinds off during graph-level steps
   std::vector<GpuInfo> gpus_;
   bool gpus_sent_ = false;
   ApiNames names_;
-  bool graph_level_ = false;       // the current request's later decode steps: graph records only
-  bool graph_trace_works_ = true;  // false after CUPTI refused graph-level records
+  bool graph_level_ = false;  // graph launches give graph-trace records (CUPTI_ACTIVITY_KIND_GRAPH_TRACE on)
   int detail_steps_ = 0;
   int graph_level_steps_ = 0;
 };
@@ -378,6 +349,13 @@ std::unique_ptr<DeviceTracer> make_cupti_tracer(const DeviceTraceOptions& option
     result = cuptiActivityEnable(kind);
     failed = "cuptiActivityEnable";
   }
+  // Graph-level records for graph launches (kernels launched outside graphs keep their kernel
+  // records, as with Nsight Systems' --cuda-graph-trace=graph). Enabled here, never toggled while
+  // graphs run. Where CUPTI refuses it, every kernel is recorded instead.
+  bool graph_level = false;
+  if (result == CUPTI_SUCCESS && options.kernel_steps >= 0) {
+    graph_level = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE) == CUPTI_SUCCESS;
+  }
   uint64_t now = 0;
   if (result == CUPTI_SUCCESS) {
     result = cuptiGetTimestamp(&now);
@@ -391,7 +369,7 @@ std::unique_ptr<DeviceTracer> make_cupti_tracer(const DeviceTraceOptions& option
   }
   g_offset_ns = steady_ns() - int64_t(now);
   g_dropped = 0;
-  return std::make_unique<CuptiTracer>(options);
+  return std::make_unique<CuptiTracer>(options, graph_level);
 }
 #else
 std::unique_ptr<DeviceTracer> make_cupti_tracer(const DeviceTraceOptions&, std::string* why) {

@@ -60,5 +60,39 @@ TEST(NvtxAlwaysOn, AnInjectedToolSeesTheEngineRangesWithoutADeviceTrace) {
 #endif
 }
 
+TEST(NvtxAlwaysOn, AnInjectedToolSeesTheServingEnginesSchedulerSteps) {
+#ifndef LAZYSCOPE_NVTX_PROBE
+  GTEST_SKIP() << "this build has no nvtx3 headers: NVTX ranges are compiled out";
+#else
+  const auto dir = std::filesystem::temp_directory_path() / ("ls-nvtx-wl-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const auto log = dir / "nvtx.log";
+  const std::string command = "NVTX_INJECTION64_PATH=" + std::string(LAZYSCOPE_NVTX_PROBE) + " LAZYSCOPE_NVTX_LOG=" +
+                              log.string() + " " + LAZYSCOPE_CLI +
+                              " workload --backend cpu --synthetic tiny --documents 6 --doc-tokens 20 "
+                              "--docs-per-request 2 --requests 4 --concurrency 2 --output-tokens 3 --policies lazy "
+                              "--kv-budget 8MiB > " + (dir / "out.txt").string() + " 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  std::ifstream in(log);
+  int steps = 0, chunks = 0, decodes = 0, pushes = 0, pops = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("push\tLazyScope\t", 0) == 0) {
+      ++pushes;
+      const std::string name = line.substr(15);
+      steps += name.rfind("scheduler step ", 0) == 0;
+      chunks += name.rfind("prefill chunk ", 0) == 0;
+      decodes += name.rfind("decode batch ", 0) == 0;
+    }
+    pops += line == "pop\tLazyScope";
+  }
+  EXPECT_GT(steps, 0);
+  EXPECT_GT(chunks, 0);
+  EXPECT_GT(decodes, 0);
+  EXPECT_GE(steps, decodes);  // at most one decode launch per step
+  EXPECT_EQ(pushes, pops);
+  std::filesystem::remove_all(dir);
+#endif
+}
+
 }  // namespace
 }  // namespace lazyscope
