@@ -81,6 +81,7 @@ enum Arm { kUntraced = 0, kDefault = 1, kEveryKernel = 2 };
 // four tokens) captures them again under it, for every arm alike, so the timed request replays
 // graphs instantiated under its own tracer, as in a traced session.
 Run run_once(Session& session, ActivitySink& sink, const Request& request, int arm) {
+  session.set_device_tracer(nullptr);  // the previous arm's tracer goes first (one CUPTI tracer at a time)
   std::unique_ptr<DeviceTracer> tracer;
   if (arm != kUntraced) {
     DeviceTraceOptions options;
@@ -89,7 +90,7 @@ Run run_once(Session& session, ActivitySink& sink, const Request& request, int a
     tracer = make_device_tracer(options, &why);
     if (!tracer) throw std::runtime_error("no device trace: " + why);
   }
-  session.set_device_tracer(std::move(tracer));
+  if (tracer) session.set_device_tracer(std::move(tracer));
   RunOptions options;
   options.keep_logits = false;
   Request warm = request;
