@@ -185,14 +185,23 @@ void CpuFastBackend::ensure_buffers(int n) {
 }
 
 void CpuFastBackend::run_matmuls(std::initializer_list<Job> jobs) {
-  const int threads = pool_->threads();
+  // The jobs' row tiles laid end to end, cut into a few chunks per thread: a thread that the
+  // machine runs late finds the others took its share.
+  int tiles = 0;
+  for (const Job& job : jobs) tiles += (job.w->rows + cpu::kMatmulRowTile - 1) / cpu::kMatmulRowTile;
+  const int chunks = std::min(tiles, pool_->threads() == 1 ? 1 : kChunksPerThread * pool_->threads());
   const cpu::Isa isa = isa_;
-  pool_->run([&](int worker) {
+  pool_->run_chunks(chunks, [&](int chunk) {
+    const int begin = int(int64_t(tiles) * chunk / chunks), end = int(int64_t(tiles) * (chunk + 1) / chunks);
+    int first = 0;  // the first tile of the current job
     for (const Job& job : jobs) {
-      const int rows = job.w->rows, tiles = (rows + cpu::kMatmulRowTile - 1) / cpu::kMatmulRowTile;
-      const int begin = std::min(rows, int(int64_t(tiles) * worker / threads) * cpu::kMatmulRowTile);
-      const int end = std::min(rows, int(int64_t(tiles) * (worker + 1) / threads) * cpu::kMatmulRowTile);
-      cpu::matmul_rows(*job.w, *job.in, begin, end, job.out, job.w->rows, isa);
+      const int rows = job.w->rows, count = (rows + cpu::kMatmulRowTile - 1) / cpu::kMatmulRowTile;
+      const int lo = std::max(begin, first) - first, hi = std::min(end, first + count) - first;
+      if (lo < hi) {
+        cpu::matmul_rows(*job.w, *job.in, lo * cpu::kMatmulRowTile, std::min(rows, hi * cpu::kMatmulRowTile),
+                         job.out, rows, isa);
+      }
+      first += count;
     }
   });
 }

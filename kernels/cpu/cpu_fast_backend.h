@@ -44,6 +44,7 @@ class CpuFastBackend final : public Backend {
   };
   PackedMatrix adopt(const PackedMatrix& packed, const float* fp32, int rows, int cols, const char* what);
   void run_matmuls(std::initializer_list<Job> jobs);
+  static constexpr int kChunksPerThread = 4;
   void rmsnorm_quantize(const float* x, const float* weight, int n, float* out, cpu::MatmulInput& in);
   void ensure_buffers(int n);
 

@@ -285,8 +285,10 @@ void fast_paged_attention(const PagedAttentionParams& p, const RopeTable& rope, 
   else if (isa >= Isa::Avx2 && D % 8 == 0) attend = &attend_avx2;
 #endif
   const int64_t work = int64_t(p.n) * p.num_kv_heads;
-  // Items interleaved between workers: later tokens see more keys (causal prefill).
-  pool.run([&](int worker) {
+  // Chunks of interleaved items, claimed one at a time: later tokens see more keys (causal
+  // prefill), and a decode step has only as many items as KV heads.
+  const int chunks = int(std::min<int64_t>(work, pool.threads() == 1 ? 1 : 64 * pool.threads()));
+  pool.run_chunks(chunks, [&](int chunk) {
     thread_local Scratch s;
     if (s.qrot.size() < std::size_t(G * D)) {
       s.qrot.resize(std::size_t(G * D));
@@ -298,7 +300,7 @@ void fast_paged_attention(const PagedAttentionParams& p, const RopeTable& rope, 
       s.scores.resize(std::size_t(p.block_size) + 16);
       s.probs.resize(std::size_t(p.block_size) + 16);
     }
-    for (int64_t w = worker; w < work; w += pool.threads()) {
+    for (int64_t w = chunk; w < work; w += chunks) {
       const int token = int(w / p.num_kv_heads), kv_head = int(w % p.num_kv_heads);
       attend(p, rope, token, kv_head, prior + token + 1, s);
     }
