@@ -168,15 +168,15 @@ const CUpti_ActivityKind kAllKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, C
                                         CUPTI_ACTIVITY_KIND_MEMCPY,            CUPTI_ACTIVITY_KIND_MEMSET,
                                         CUPTI_ACTIVITY_KIND_RUNTIME,           CUPTI_ACTIVITY_KIND_DRIVER};
 
-// Per-kernel (and per-copy) records; the API kinds stay on through graph-level steps. Every driver
-// API call is recorded: cuBLASLt launches its GEMM kernels through the driver, so their
-// correlation ids join CUPTI_ACTIVITY_KIND_DRIVER rows.
+// Per-kernel and per-copy records.
 std::vector<CUpti_ActivityKind> detail_kinds(const DeviceTraceOptions& o) {
   std::vector<CUpti_ActivityKind> kinds{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL};
   if (o.memory) kinds.insert(kinds.end(), {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET});
   return kinds;
 }
 
+// Runtime and every driver API call: cuBLASLt launches its GEMM kernels through the driver, so
+// their correlation ids join CUPTI_ACTIVITY_KIND_DRIVER rows.
 std::vector<CUpti_ActivityKind> api_kinds(const DeviceTraceOptions& o) {
   if (!o.api_calls) return {};
   return {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER};
