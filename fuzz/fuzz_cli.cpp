@@ -31,13 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   for (std::string& a : args) argv.push_back(a.data());
   CLI::App app{"lazyscope-cli"};
   app.require_subcommand(1);
-  lazyscope::cli::add_make_model_command(app);
-  lazyscope::cli::add_models_command(app);
-  lazyscope::cli::add_tokenize_commands(app);
-  lazyscope::cli::add_generate_command(app);
-  lazyscope::cli::add_cache_demo_command(app);
-  lazyscope::cli::add_corpus_command(app);
-  lazyscope::cli::add_session_command(app);
+  lazyscope::cli::add_all_commands(app);  // the same commands as lazyscope-cli
   app.parse_complete_callback([] { throw ParsedOnly{}; });
   try {
     app.parse(int(argv.size()), argv.data());

@@ -142,4 +142,10 @@ printf 'corpus\nsearch\nc.db\nriver\n-k\n5\n' | seed fuzz_cli search.txt
 printf 'session\ntrace\ns.db\n--out\nt.json\n' | seed fuzz_cli session.txt
 printf 'make-model\n--preset\ntiny\n--out\nm\n--dtype\nf32\n' | seed fuzz_cli make_model.txt
 printf 'tokenize\n--model\ntiny\nhello\n--pieces\n' | seed fuzz_cli tokenize.txt
+printf 'workload\n--preset\npaper\n--requests\n50\n--sweep-kv-budget\n256MiB,1GiB\n--rate\n4.5\n--layout\nwindow\n' |
+  seed fuzz_cli workload.txt
+printf 'eval\n--model\ntiny\n-k\n3\n--max-new-tokens\n8\n--limit\n5\n--configs\nblock/lazy,full/none\n--kv-budget\n64MiB\n' |
+  seed fuzz_cli eval.txt
+printf 'overhead\n--shapes\n32/8/128,smollm2-135m\n--contexts\n1024,4096\n--batches\n1,4\n--timing-ms\n2.5\n--repeats\n5\n' |
+  seed fuzz_cli overhead.txt
 echo "seeds in $out: $(find "$out" -type f | wc -l) files"

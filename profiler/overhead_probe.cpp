@@ -51,7 +51,23 @@ std::vector<OverheadProbeRow> run_overhead_probe(const OverheadProbeOptions& o,
   if (o.shapes.empty() || o.contexts.empty() || o.batches.empty()) {
     throw Error("overhead probe: --shapes, --contexts and --batches each need at least one value");
   }
-  if (o.timing_ms < 0.0 || o.timing_ms > 10'000.0) throw Error("--timing-ms must be between 0 and 10000");
+  // Written so that NaN fails too.
+  if (!(o.timing_ms >= 0.0 && o.timing_ms <= 10'000.0)) throw Error("--timing-ms must be between 0 and 10000");
+  if (o.cpu_threads < 0 || o.cpu_threads > 4096) throw Error("--threads must be between 0 and 4096");
+  // Every shape of the grid is checked before the first one is timed.
+  for (const std::string& name : o.shapes) {
+    AttentionProbeShape shape;
+    probe_shape_from(name, &shape.num_heads, &shape.num_kv_heads, &shape.head_dim);
+    shape.block_size = o.block_size;
+    shape.document_tokens = o.document_tokens;
+    for (int batch : o.batches) {
+      for (int context : o.contexts) {
+        shape.batch = batch;
+        shape.context = context;
+        check_probe_shape(shape);
+      }
+    }
+  }
   const int threads = o.cpu_threads > 0 ? o.cpu_threads : int(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<OverheadProbeRow> rows;
   for (const std::string& name : o.shapes) {

@@ -12,6 +12,8 @@
 #include <sstream>
 
 #include "app/cli/commands.h"
+#include "app/cli/option_checks.h"
+#include "app/cli/output_kinds.h"
 #include "app/cli/progress_bar.h"
 #include "base/atomic_file.h"
 #include "base/byte_size.h"
@@ -176,13 +178,6 @@ void write_json(const std::string& path, const EvalReport& report) {
   write_file_atomically(path, report_json(report).dump(2) + "\n", "evaluation JSON");
 }
 
-bool is_sqlite_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  char header[16] = {};
-  in.read(header, sizeof header);
-  return in.gcount() == 16 && std::string(header, 15) == "SQLite format 3";
-}
-
 // Before any work: no output over an input or over a file of another kind.
 void check_files(const EvalArgs& args) {
   OutputGuard guard;
@@ -195,16 +190,12 @@ void check_files(const EvalArgs& args) {
       return is_json_object_with_keys(p, {"configurations", "questions"});
     });
   }
-  if (!args.record.empty()) guard.output(args.record, "--record", "session report", is_sqlite_file);
+  if (!args.record.empty()) guard.output(args.record, "--record", "session report", is_session_report);
   guard.check();
 }
 
 void run_eval(const EvalArgs& args) {
-  check_range("--limit", args.limit, 0, 1'000'000'000);
-  check_range("-k", args.k, 1, 64);
-  check_range("--max-new-tokens", args.max_new_tokens, 1, 4096);
-  check_range("--block-size", args.block_size, 1, limits::kMaxBlockSize);
-  check_range("--threads", args.threads, 0, limits::kMaxThreads);
+  // The numeric options were range-checked while the command line was parsed.
   check_files(args);
   g_interrupted.store(false);
   SigintGuard guard;  // Ctrl-C from here on stops after the current request, keeping what finished
@@ -321,7 +312,9 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--retrieval", args->retrieval,
                   "bm25 (top-k over the question) or gold (the gold passages)")
       ->capture_default_str();
-  cmd->add_option("-k", args->k, "Passages per question for bm25 retrieval")->capture_default_str();
+  cmd->add_option("-k", args->k, "Passages per question for bm25 retrieval")
+      ->capture_default_str()
+      ->check(in_range(1, 64));
   cmd->add_option("--modes", args->modes, "Attention modes: full, block (comma-separated)")
       ->capture_default_str();
   cmd->add_option("--policies", args->policies,
@@ -332,12 +325,14 @@ void add_eval_command(CLI::App& app) {
                   "Explicit MODE/POLICY pairs instead of --modes x --policies, e.g. "
                   "full/none,block/lazy,block/materialized");
   cmd->add_option("--max-new-tokens", args->max_new_tokens, "Tokens generated per answer")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(in_range(1, 4096));
   cmd->add_option("--system", args->system, "System text put before the documents ('' for none)")
       ->capture_default_str();
   cmd->add_option("--chat", args->chat, "Wrap prompts in the model's chat template: auto, on, off")
       ->capture_default_str();
-  cmd->add_option("--limit", args->limit, "Evaluate the first N questions only (0 = all)");
+  cmd->add_option("--limit", args->limit, "Evaluate the first N questions only (0 = all)")
+      ->check(in_range(0, 1'000'000'000));
   cmd->add_option("--json", args->json,
                   "Write every figure and answer as JSON here (also after Ctrl-C)");
   cmd->add_option("--record", args->record,
@@ -345,8 +340,11 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--backend", args->backend, "auto, cpu or cuda")->capture_default_str();
   cmd->add_option("--kv-budget", args->kv_budget, "KV pool size of each policy, e.g. 256MiB")
       ->capture_default_str();
-  cmd->add_option("--block-size", args->block_size, "Tokens per KV block")->capture_default_str();
-  cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)");
+  cmd->add_option("--block-size", args->block_size, "Tokens per KV block")
+      ->capture_default_str()
+      ->check(in_range(1, limits::kMaxBlockSize));
+  cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")
+      ->check(in_range(0, limits::kMaxThreads));
   cmd->add_flag("--quiet", args->quiet, "Only the summary table (no per-question answers)");
   cmd->callback([args] { run_eval(*args); });
 }

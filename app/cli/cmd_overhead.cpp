@@ -5,7 +5,9 @@
 #include <sstream>
 
 #include "app/cli/commands.h"
+#include "app/cli/option_checks.h"
 #include "base/error.h"
+#include "base/limits.h"
 #include "kernels/synthetic_shapes.h"
 #include "profiler/overhead_probe.h"
 #include "profiler/session_recorder.h"
@@ -36,7 +38,8 @@ std::vector<std::string> split(const std::string& list) {
   return out;
 }
 
-std::vector<int> int_list(const std::string& option, const std::string& list) {
+// Every value of the list in lo..hi, checked before anything is measured.
+std::vector<int> int_list(const std::string& option, const std::string& list, int lo, int hi) {
   std::vector<int> out;
   for (const std::string& item : split(list)) {
     std::size_t used = 0;
@@ -47,7 +50,7 @@ std::vector<int> int_list(const std::string& option, const std::string& list) {
       used = 0;
     }
     if (used != item.size()) throw Error(option + ": '" + item + "' is not a whole number (give a list such as 1024,4096)");
-    out.push_back(value);
+    out.push_back(check_range(option, value, lo, hi));
   }
   if (out.empty()) throw Error(option + ": give at least one value");
   return out;
@@ -56,8 +59,8 @@ std::vector<int> int_list(const std::string& option, const std::string& list) {
 void run_overhead(const OverheadArgs& a) {
   OverheadProbeOptions o;
   o.shapes = split(a.shapes);
-  o.contexts = int_list("--contexts", a.contexts);
-  o.batches = int_list("--batches", a.batches);
+  o.contexts = int_list("--contexts", a.contexts, 1, 1 << 20);
+  o.batches = int_list("--batches", a.batches, 1, 1024);
   o.block_size = a.block_size;
   o.document_tokens = a.document_tokens;
   o.repeats = a.repeats;
@@ -97,18 +100,23 @@ void add_overhead_command(CLI::App& app) {
   cmd->add_option("--shapes", a->shapes,
                   "Comma-separated attention shapes: model shape names (" + names + ") or HEADS/KV_HEADS/HEAD_DIM")
       ->capture_default_str();
-  cmd->add_option("--contexts", a->contexts, "Comma-separated keys per sequence")->capture_default_str();
-  cmd->add_option("--batches", a->batches, "Comma-separated sequences per call (one query each)")->capture_default_str();
-  cmd->add_option("--block-size", a->block_size, "Tokens per KV block")->capture_default_str();
+  cmd->add_option("--contexts", a->contexts, "Comma-separated keys per sequence, each in 1..1048576")->capture_default_str();
+  cmd->add_option("--batches", a->batches, "Comma-separated sequences per call (one query each), each in 1..1024")
+      ->capture_default_str();
+  cmd->add_option("--block-size", a->block_size, "Tokens per KV block")
+      ->capture_default_str()
+      ->check(in_range(1, limits::kMaxBlockSize));
   cmd->add_option("--document-tokens", a->document_tokens,
                   "Lazy tables change shift every this many keys (one cached document each); 0 = one document")
-      ->capture_default_str();
-  cmd->add_option("--repeats", a->repeats, "ABBA repeats per shape (2..1000)")->capture_default_str();
+      ->capture_default_str()
+      ->check(in_range(0, 1 << 20));
+  cmd->add_option("--repeats", a->repeats, "ABBA repeats per shape")->capture_default_str()->check(in_range(2, 1000));
   cmd->add_option("--timing-ms", a->timing_ms, "Length of one timing (0 = 2 ms on the GPU, 20 ms on the CPU)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(in_range(0.0, 10000.0));
   cmd->add_option("--backend", a->backend, "auto, cpu or cuda (cpu measures the CPU reference kernels)")
       ->capture_default_str();
-  cmd->add_option("--threads", a->threads, "CPU threads (0 = all cores)");
+  cmd->add_option("--threads", a->threads, "CPU threads (0 = all cores)")->check(in_range(0, limits::kMaxThreads));
   cmd->add_option("--record", a->record,
                   "Add the rows to this session report (table overhead_probe); a new report when the file does not exist");
   cmd->callback([a] { run_overhead(*a); });

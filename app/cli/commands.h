@@ -15,4 +15,7 @@ void add_eval_command(CLI::App& app);         // cmd_eval.cpp
 void add_workload_command(CLI::App& app);     // cmd_workload.cpp
 void add_overhead_command(CLI::App& app);     // cmd_overhead.cpp
 
+// Every command above, in --help order (lazyscope-cli and fuzz/fuzz_cli.cpp both use it).
+void add_all_commands(CLI::App& app);         // commands.cpp
+
 }  // namespace lazyscope::cli

@@ -29,16 +29,7 @@ int main(int argc, char** argv) {
   app.set_help_all_flag("--help-all", "Show help for every command");
   app.set_version_flag("--version", std::function<std::string()>(version_text),
                        "Show the version and the data folder in use");
-  lazyscope::cli::add_make_model_command(app);
-  lazyscope::cli::add_models_command(app);
-  lazyscope::cli::add_tokenize_commands(app);
-  lazyscope::cli::add_generate_command(app);
-  lazyscope::cli::add_cache_demo_command(app);
-  lazyscope::cli::add_corpus_command(app);
-  lazyscope::cli::add_session_command(app);
-  lazyscope::cli::add_eval_command(app);
-  lazyscope::cli::add_workload_command(app);
-  lazyscope::cli::add_overhead_command(app);
+  lazyscope::cli::add_all_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,5 +1,7 @@
 #include "app/workbench/command_line.h"
 
+#include <QFileInfo>
+
 #include <QCommandLineParser>
 #include <exception>
 
@@ -36,7 +38,16 @@ bool parse_command_line(const QStringList& arguments, WorkbenchOptions* options,
   const QCommandLineOption precision(
       "cpu-precision", "CPU backend: fast (weights in their file's format, SIMD kernels) or exact (the fp32 reference).",
       "fast|exact", "fast");
-  for (const auto& o : {model, corpus, backend, budget, precision, trace_gpu, screenshot, demo, size})
+  const QCommandLineOption panel_shots(
+      "panel-shots", "With --screenshot: also save the GPU timeline and the kernel statistics as "
+                     "gpu_timeline.png and kernel_stats.png in DIR.", "DIR");
+  const QCommandLineOption save_report(
+      "save-report", "With --screenshot: also export the session report (SQLite) to FILE.", "FILE");
+  const QCommandLineOption open_report(
+      "open-report", "Open a saved session report at start (no model needed); with --screenshot, "
+                     "the report's window is saved.", "FILE");
+  for (const auto& o : {model, corpus, backend, budget, precision, trace_gpu, screenshot, demo, size, panel_shots,
+                        save_report, open_report})
     parser.addOption(o);
   if (!parser.parse(arguments)) {
     *error = parser.errorText();
@@ -74,6 +85,17 @@ bool parse_command_line(const QStringList& arguments, WorkbenchOptions* options,
     }
   }
   options->screenshot = parser.value(screenshot);
+  options->panel_shots = parser.value(panel_shots);
+  options->save_report = parser.value(save_report);
+  options->open_report = parser.value(open_report);
+  if ((!options->panel_shots.isEmpty() || !options->save_report.isEmpty()) && options->screenshot.isEmpty()) {
+    *error = QStringLiteral("--panel-shots and --save-report need --screenshot (they are saved with it)");
+    return false;
+  }
+  if (!options->panel_shots.isEmpty() && !QFileInfo(options->panel_shots).isDir()) {
+    *error = QStringLiteral("--panel-shots: '%1' is not a directory").arg(options->panel_shots);
+    return false;
+  }
   options->demo = parser.isSet(demo);
   options->trace_gpu = parser.isSet(trace_gpu);
   if (parser.isSet(size)) {

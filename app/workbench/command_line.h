@@ -17,6 +17,9 @@ struct WorkbenchOptions {
   QString backend = QStringLiteral("auto");
   qint64 kv_budget_bytes = 0;      // per policy; 0: kAutoKvBlocksPerPolicy blocks
   QString screenshot;              // save the window to this PNG, then quit
+  QString panel_shots;             // with --screenshot: also the GPU timeline and kernel statistics PNGs here
+  QString save_report;             // with --screenshot: also export the session report here
+  QString open_report;             // open this session report at start (with --screenshot: its window)
   bool demo = false;               // retrieve, run lazy + materialized, reorder, run again
   bool trace_gpu = false;          // CUPTI kernel timeline in the Timeline dock (CUDA backend)
   bool cpu_exact = false;          // --cpu-precision exact: the fp32 reference on the CPU

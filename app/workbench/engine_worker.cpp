@@ -50,6 +50,11 @@ EngineWorker::~EngineWorker() {
   session_.reset();  // before the sinks it reports to
 }
 
+void EngineWorker::addOverhead(const std::vector<OverheadProbeRow>& rows) {
+  std::lock_guard<std::mutex> lock(recorder_mutex_);
+  if (recorder_) recorder_->add_overhead(rows);
+}
+
 SessionRecording EngineWorker::recordingSnapshot() const {
   std::shared_ptr<SessionRecorder> recorder;
   {
@@ -102,6 +107,9 @@ void EngineWorker::openModel(const QString& path, const QString& backend, qint64
     info.policy_pools = int(session_->policies().size());
     info.bytes_per_block = qint64(snapshot.bytes_per_block);
     info.kv_budget_bytes = kv_budget_bytes;
+    info.num_heads = session_->config().shape.num_heads;
+    info.num_kv_heads = session_->config().shape.num_kv_heads;
+    info.head_dim = session_->config().shape.head_dim;
     recorder->set_metadata("model", session_->config().name);
     recorder->set_metadata("model_path", path.toStdString());
     recorder->set_metadata("backend", session_->backend_name());

@@ -29,6 +29,8 @@ class EngineWorker : public QObject {
   // Thread-safe: a copy of what the current session has recorded so far (empty before a model
   // is open). Cheap enough to call on the GUI thread after each request.
   SessionRecording recordingSnapshot() const;
+  // Thread-safe: puts lazy-overhead probe rows into the current session's report.
+  void addOverhead(const std::vector<OverheadProbeRow>& rows);
   // Ask sessions opened from now on for a CUPTI device trace (SessionOptions::trace_device).
   void setTraceDevice(bool on) { trace_device_ = on; }
   // CPU sessions opened from now on use the exact fp32 reference instead of the fast kernels.

@@ -4,6 +4,8 @@
 #include <QCloseEvent>
 #include <QDockWidget>
 #include <QFileDialog>
+#include <QDir>
+#include <QFileInfo>
 #include <QLabel>
 #include <QListWidget>
 #include <QMenu>
@@ -21,6 +23,7 @@
 
 #include "app/workbench/corpus_source.h"
 #include "app/workbench/engine_worker.h"
+#include "app/workbench/overhead_runner.h"
 #include "app/workbench/workbench_resources.h"
 #include "app/workbench/models/cache_stats_model.h"
 #include "app/workbench/views/block_map_view.h"
@@ -29,6 +32,10 @@
 #include "app/workbench/views/dock_title_tooltip.h"
 #include "app/workbench/views/equivalence_view.h"
 #include "app/workbench/views/evaluation_panel.h"
+#include "app/workbench/views/gpu_timeline_view.h"
+#include "app/workbench/views/kernel_stats_view.h"
+#include "app/workbench/views/overhead_panel.h"
+#include "app/workbench/views/report_compare_window.h"
 #include "app/workbench/views/prompt_panel.h"
 #include "app/workbench/views/report_window.h"
 #include "app/workbench/views/shortcuts_help.h"
@@ -218,7 +225,46 @@ void MainWindow::buildDocks() {
          "per configuration as bars, and a table of the questions where they disagree; click a row "
          "to load that question and its passages into the prompt."));
   tabifyDockWidget(timeline_dock, evaluation_dock);
-  timeline_dock->raise();
+  gpu_timeline_ = new GpuTimelineView(this);
+  kernel_stats_ = new KernelStatsView(this);
+  connect(gpu_timeline_, &GpuTimelineView::selectionChanged, kernel_stats_, &KernelStatsView::setRange);
+  auto* gpu_dock = make_dock(tr("GPU timeline"), QStringLiteral("dock_gpu_timeline"), gpu_timeline_, this);
+  set_dock_title_tooltip(
+      gpu_dock,
+      tr("Every NVTX range of the engine, one row per thread and nesting depth; with --trace-gpu on the CUDA "
+         "backend also every CUDA runtime call and one row per GPU stream with its kernels and copies. "
+         "Ctrl+wheel or +/− zooms, drag pans, Home fits, Shift+drag selects a range for the kernel "
+         "statistics; hover a kernel to see the call that launched it."));
+  auto* kernel_dock = make_dock(tr("Kernel statistics"), QStringLiteral("dock_kernel_stats"), kernel_stats_, this);
+  set_dock_title_tooltip(
+      kernel_dock,
+      tr("Per GPU kernel: launches, total, share of GPU time, mean, median, p95, min, max, launch "
+         "configuration and registers; click a header to sort. Follows the GPU timeline's selected range."));
+  tabifyDockWidget(timeline_dock, gpu_dock);
+  tabifyDockWidget(timeline_dock, kernel_dock);
+  overhead_ = new OverheadPanel(this);
+  overhead_runner_ = new OverheadRunner(this);
+  auto* overhead_dock = make_dock(tr("Lazy overhead"), QStringLiteral("dock_overhead"), overhead_, this);
+  set_dock_title_tooltip(
+      overhead_dock,
+      tr("Run ▸ Measure Lazy Overhead: plain and lazy attention timed in alternation at this model's shape and "
+         "the last request's context; the median lazy ÷ plain − 1 with its quartiles. Stored in the session report."));
+  tabifyDockWidget(timeline_dock, overhead_dock);
+  connect(overhead_, &OverheadPanel::measureRequested, this, [this] { measureLazyOverhead(); });
+  connect(overhead_runner_, &OverheadRunner::rowMeasured, overhead_, &OverheadPanel::addRow);
+  connect(overhead_runner_, &OverheadRunner::finished, this, [this](const std::vector<OverheadProbeRow>& rows) {
+    worker_->addOverhead(rows);
+    overhead_->setRunning(0, QString());
+    activity_label_->setText(tr("Lazy overhead measured: %n row(s), stored in the session report.", nullptr, int(rows.size())));
+    Q_EMIT overheadFinished(int(rows.size()));
+  });
+  connect(overhead_runner_, &OverheadRunner::failed, this, [this](const QString& message) {
+    overhead_->setRunning(0, QString());
+    showError(tr("Could not measure the lazy overhead"), message);
+    Q_EMIT overheadFinished(-1);
+  });
+  // A traced session is about its kernels: their timeline comes first.
+  (options_.trace_gpu ? gpu_dock : timeline_dock)->raise();
   // The side docks own the bottom corners; the equivalence strip sits under the outputs.
   setCorner(Qt::BottomLeftCorner, Qt::LeftDockWidgetArea);
   setCorner(Qt::BottomRightCorner, Qt::RightDockWidgetArea);
@@ -271,6 +317,14 @@ void MainWindow::buildMenus() {
                                          tr("SQLite report (*.db *.sqlite);;All files (*)"));
         if (!path.isEmpty()) openSessionReport(path);
       });
+  file->addAction(tr("Co&mpare Session Reports…"), this, [this] {
+    const QString a = QFileDialog::getOpenFileName(this, tr("Compare: first report (A)"), {},
+                                                   tr("SQLite report (*.db *.sqlite);;All files (*)"));
+    if (a.isEmpty()) return;
+    const QString b = QFileDialog::getOpenFileName(this, tr("Compare: second report (B)"), {},
+                                                   tr("SQLite report (*.db *.sqlite);;All files (*)"));
+    if (!b.isEmpty()) compareSessionReports(a, b);
+  });
   recent_reports_menu_ = file->addMenu(tr("Recent Session Re&ports"));
   connect(recent_reports_menu_, &QMenu::aboutToShow, this, &MainWindow::rebuildRecentReports);
   rebuildRecentReports();
@@ -311,6 +365,7 @@ void MainWindow::buildMenus() {
                    startRun();
                  });
   run->addSeparator();
+  run->addAction(tr("Measure Lazy &Overhead"), this, [this] { measureLazyOverhead(); });
   run->addAction(tr("&Workload Lab…"), QKeySequence(Qt::CTRL | Qt::Key_L), this, &MainWindow::showWorkloadLab);
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
@@ -355,6 +410,25 @@ void MainWindow::connectWorker() {
 }
 
 void MainWindow::start() {
+  if (!options_.open_report.isEmpty()) {
+    // A report needs no model: with --screenshot its window is the picture.
+    const bool opened = openSessionReport(options_.open_report);
+    if (!options_.screenshot.isEmpty()) {
+      auto* report = findChild<ReportWindow*>();
+      if (opened && report) {
+        if (options_.window_size.isValid()) report->resize(options_.window_size);
+        QApplication::processEvents();
+        const bool ok = report->grab().save(options_.screenshot, "PNG");
+        std::printf("%s screenshot %s\n", ok ? "saved" : "could not save", qPrintable(options_.screenshot));
+        if (!options_.panel_shots.isEmpty()) savePanelShots(options_.panel_shots, report->recording());
+        std::fflush(stdout);
+        QTimer::singleShot(0, qApp, [ok] { QApplication::exit(ok ? 0 : 1); });
+      } else {
+        QTimer::singleShot(0, qApp, [] { QApplication::exit(1); });
+      }
+      return;
+    }
+  }
   openCorpus(options_.corpus);
   if (!options_.model.isEmpty())
     openModel(options_.model);
@@ -513,6 +587,7 @@ void MainWindow::onModelOpened(const ModelInfo& info) {
   }
   if (!options_.screenshot.isEmpty()) {
     saveScreenshot(options_.screenshot);
+    saveRequestedOutputs();
     QTimer::singleShot(0, qApp, &QApplication::quit);
   }
 }
@@ -540,11 +615,100 @@ void MainWindow::continueDemo() {
   Q_EMIT demoFinished();
   if (!options_.screenshot.isEmpty()) {
     saveScreenshot(options_.screenshot);
+    saveRequestedOutputs();
     QTimer::singleShot(0, qApp, &QApplication::quit);
   }
 }
 
-void MainWindow::refreshTimeline() { timeline_->setRecording(worker_->recordingSnapshot()); }
+void MainWindow::refreshTimeline() {
+  const SessionRecording recording = worker_->recordingSnapshot();
+  timeline_->setRecording(recording);
+  gpu_timeline_->setRecording(recording);
+  kernel_stats_->setKernels(recording.kernels, gpu_timeline_->data().beginNs());
+}
+
+bool MainWindow::measureLazyOverhead() {
+  if (!model_loaded_ || model_info_.head_dim <= 0) {
+    showError(tr("Cannot measure the lazy overhead"), tr("Open a model first: the probe runs at its attention shape."));
+    return false;
+  }
+  if (overhead_runner_->running()) {
+    showError(tr("Cannot measure the lazy overhead"), tr("A measurement is already running."));
+    return false;
+  }
+  OverheadProbeOptions options;
+  options.shapes = {QStringLiteral("%1/%2/%3").arg(model_info_.num_heads).arg(model_info_.num_kv_heads).arg(model_info_.head_dim).toStdString()};
+  // The last request's context (prompt and generated tokens), else a short and a long one.
+  int context = 0;
+  for (const RequestFinishedEvent& e : run_requests_) context = std::max(context, e.prompt_tokens + e.generated_tokens);
+  options.contexts = context > 0 ? std::vector<int>{context} : std::vector<int>{1024, 4096};
+  options.block_size = std::max(1, model_info_.block_size);
+  options.repeats = 7;
+  options.backend = model_info_.backend == QLatin1String("cuda") ? BackendKind::Cuda : BackendKind::Cpu;
+  if (!overhead_runner_->start(options)) return false;
+  overhead_->setRows({});
+  overhead_->setRunning(OverheadRunner::expectedRows(options),
+                        tr("Measuring plain vs lazy attention at %1, context %2 on the %3 backend…")
+                            .arg(QString::fromStdString(options.shapes.front()))
+                            .arg(context > 0 ? QString::number(context) : tr("1024 and 4096"))
+                            .arg(model_info_.backend));
+  if (auto* dock = findChild<QDockWidget*>(QStringLiteral("dock_overhead"))) {
+    dock->show();
+    dock->raise();
+  }
+  return true;
+}
+
+bool MainWindow::savePanelShots(const QString& dir) { return savePanelShots(dir, worker_->recordingSnapshot()); }
+
+void MainWindow::saveRequestedOutputs() {
+  if (!options_.panel_shots.isEmpty()) savePanelShots(options_.panel_shots);
+  if (!options_.save_report.isEmpty() && exportSessionReport(options_.save_report))
+    std::printf("saved report %s\n", qPrintable(options_.save_report));
+  std::fflush(stdout);
+}
+
+bool MainWindow::savePanelShots(const QString& dir, const SessionRecording& recording) {
+  GpuTimelineView timeline;
+  timeline.setAttribute(Qt::WA_DontShowOnScreen);
+  timeline.setRecording(recording);
+  const int rows_height = GpuTimelineView::kAxisHeight + timeline.rowCount() * GpuTimelineView::kRowHeight + 24;
+  timeline.resize(1600, std::clamp(rows_height, 240, 900));
+  timeline.show();
+  timeline.fitToWidth();
+  KernelStatsView stats;
+  stats.setAttribute(Qt::WA_DontShowOnScreen);
+  stats.setKernels(recording.kernels, timeline.data().beginNs());
+  stats.resize(1600, std::clamp(90 + 26 * stats.model()->rowCount(), 240, 900));
+  stats.show();
+  QApplication::processEvents();
+  bool ok = true;
+  for (const auto& [widget, name] : {std::pair<QWidget*, const char*>{&timeline, "gpu_timeline.png"},
+                                     std::pair<QWidget*, const char*>{&stats, "kernel_stats.png"}}) {
+    const QString path = QDir(dir).filePath(QString::fromLatin1(name));
+    const bool saved = widget->grab().save(path, "PNG");
+    std::fprintf(saved ? stdout : stderr, "%s panel %s\n", saved ? "saved" : "could not save", qPrintable(path));
+    ok = ok && saved;
+  }
+  std::fflush(stdout);
+  return ok;
+}
+
+bool MainWindow::compareSessionReports(const QString& path_a, const QString& path_b) {
+  SessionRecording a, b;
+  for (const auto& [path, recording] : {std::pair{path_a, &a}, std::pair{path_b, &b}}) {
+    try {
+      *recording = load_session_sqlite(std::filesystem::path(path.toStdString()));
+    } catch (const std::exception& e) {
+      showError(tr("Could not open the session report %1").arg(path), QString::fromUtf8(e.what()));
+      return false;
+    }
+  }
+  auto* window = new ReportCompareWindow(a.kernels, QFileInfo(path_a).fileName(), b.kernels,
+                                         QFileInfo(path_b).fileName(), this);
+  window->show();
+  return true;
+}
 
 bool MainWindow::exportSessionReport(const QString& path) {
   try {

@@ -6,6 +6,7 @@
 
 #include "app/workbench/command_line.h"
 #include "app/workbench/workbench_types.h"
+#include "profiler/session_recorder.h"
 
 class QDockWidget;
 class QLabel;
@@ -20,6 +21,10 @@ class CorpusPanel;
 class EngineWorker;
 class EquivalenceView;
 class EvaluationPanel;
+class GpuTimelineView;
+class KernelStatsView;
+class OverheadPanel;
+class OverheadRunner;
 class PromptPanel;
 class TimelineView;
 class WorkloadLabPanel;
@@ -64,6 +69,19 @@ class MainWindow : public QMainWindow {
   BlockMapView* blockMapView() { return block_map_; }
   CacheStatsView* cacheStatsView() { return stats_; }
   TimelineView* timelineView() { return timeline_; }
+  GpuTimelineView* gpuTimelineView() { return gpu_timeline_; }
+  KernelStatsView* kernelStatsView() { return kernel_stats_; }
+  // Opens two reports side by side: per-kernel time difference (B − A); false after the error.
+  bool compareSessionReports(const QString& path_a, const QString& path_b);
+  // Run ▸ Measure Lazy Overhead: the overhead probe at the model's attention shape and the last
+  // request's context, on a thread of its own; the rows go into the panel and the session report.
+  // False (with a message) when no model is open or a probe is running.
+  bool measureLazyOverhead();
+  OverheadPanel* overheadPanel() { return overhead_; }
+  // Saves the GPU timeline and the kernel statistics as PNGs of their own (gpu_timeline.png,
+  // kernel_stats.png) into `dir`, drawn from the session's recording at a readable size.
+  bool savePanelShots(const QString& dir);
+  bool savePanelShots(const QString& dir, const SessionRecording& recording);
   EvaluationPanel* evaluationPanel() { return evaluation_; }
   EngineWorker* worker() { return worker_; }
   WorkloadLabPanel* workloadLab() { return workload_lab_; }
@@ -78,6 +96,7 @@ class MainWindow : public QMainWindow {
   void planFinished(int run_index, bool cancelled);
   void errorShown(const QString& message);
   void demoFinished();
+  void overheadFinished(int rows);
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -105,6 +124,8 @@ class MainWindow : public QMainWindow {
   void fitWelcome();
   void rebuildRecentReports();
   void rememberSession(const ModelInfo& info);
+  // --screenshot's companions: --panel-shots and --save-report.
+  void saveRequestedOutputs();
 
   WorkbenchOptions options_;
   QThread worker_thread_;
@@ -115,6 +136,10 @@ class MainWindow : public QMainWindow {
   BlockMapView* block_map_ = nullptr;
   CacheStatsView* stats_ = nullptr;
   TimelineView* timeline_ = nullptr;
+  GpuTimelineView* gpu_timeline_ = nullptr;
+  KernelStatsView* kernel_stats_ = nullptr;
+  OverheadPanel* overhead_ = nullptr;
+  OverheadRunner* overhead_runner_ = nullptr;
   WorkloadLabPanel* workload_lab_ = nullptr;
   QDockWidget* workload_dock_ = nullptr;
   EvaluationPanel* evaluation_ = nullptr;

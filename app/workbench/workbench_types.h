@@ -57,6 +57,7 @@ struct ModelInfo {
   qint64 bytes_per_block = 0;
   qint64 kv_budget_bytes = 0;      // per policy
   QString trace_note;  // --trace-gpu asked for, but no GPU trace: why (empty otherwise)
+  int num_heads = 0, num_kv_heads = 0, head_dim = 0;  // attention shape (Run ▸ Measure Lazy Overhead)
 };
 
 // Top candidates of one step's logits, for tooltips.

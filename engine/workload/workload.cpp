@@ -61,6 +61,29 @@ void validate(const WorkloadOptions& o) {
   const long long prompt = (long long)o.prefix_tokens + (long long)o.docs_per_request * o.doc_tokens +
                            o.query_tokens + o.output_tokens;
   if (prompt > (1ll << 30)) throw Error("a request would span " + std::to_string(prompt) + " tokens (at most 2^30)");
+  // Sizes of the whole workload, so that memory and time stay bounded whatever the options.
+  const long long pool = (long long)o.documents * o.doc_tokens;
+  if (pool > kMaxPoolTokens) {
+    throw Error("--documents x --doc-tokens: a pool of " + std::to_string(pool) + " tokens exceeds the limit of " +
+                std::to_string(kMaxPoolTokens));
+  }
+  const long long queries = (long long)o.requests * o.query_tokens;
+  if (queries > kMaxPoolTokens) {
+    throw Error("--requests x --query-tokens: " + std::to_string(queries) + " query tokens exceed the limit of " +
+                std::to_string(kMaxPoolTokens));
+  }
+  const long long served = (long long)o.requests * prompt;
+  if (served > kMaxServedTokens) {
+    throw Error("--requests x the request length: " + std::to_string(o.requests) + " requests of " +
+                std::to_string(prompt) + " tokens (" + std::to_string(served) + ") exceed the limit of " +
+                std::to_string(kMaxServedTokens) + " tokens");
+  }
+  const long long draws = (long long)o.requests * o.docs_per_request * o.documents;
+  if (o.layout == DocumentLayout::Zipf && draws > kMaxZipfDraws) {
+    throw Error("--requests x --docs-per-request x --documents: drawing " + std::to_string(draws) +
+                " document weights exceeds the limit of " + std::to_string(kMaxZipfDraws) +
+                " (use fewer requests or documents, or --layout window)");
+  }
 }
 
 PromptLayout Workload::layout(const WorkloadRequest& request) const {

@@ -40,7 +40,15 @@ struct WorkloadOptions {
   bool open_loop() const { return rate > 0.0; }
 };
 
-// Throws Error naming the option, the value and the valid range for the first bad field.
+// Bounds of a whole workload: token ids held for the document pool (and for all queries), prompt
+// and output tokens
+// served over all requests, and document weights visited while drawing Zipf requests.
+inline constexpr long long kMaxPoolTokens = 1ll << 28;
+inline constexpr long long kMaxServedTokens = 1ll << 34;
+inline constexpr long long kMaxZipfDraws = 1ll << 34;
+
+// Throws Error naming the option, the value and the valid range for the first bad field (and the
+// workload-wide bounds above).
 void validate(const WorkloadOptions& options);
 
 struct WorkloadRequest {

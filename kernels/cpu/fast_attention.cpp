@@ -8,8 +8,10 @@
 
 #if defined(__x86_64__)
 // GCC 12 flags the self-initialised _mm512_undefined_* inside its own AVX-512 headers.
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <immintrin.h>
 #define LAZYSCOPE_X86 1
 #define LZ_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")))

@@ -3,22 +3,34 @@
 #include <algorithm>
 #include <atomic>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
+
 namespace lazyscope::cpu {
 namespace {
 
 std::atomic<int> isa_limit{int(Isa::Avx512)};
 
+#if defined(__x86_64__) && defined(__GNUC__)
+// CPUID leaf 1, ECX bit 29 (clang 14's __builtin_cpu_supports does not know "f16c"). The AVX
+// checks beside it tell whether the OS saves the YMM state these instructions use.
+bool has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+}
+#endif
+
 Isa detect() {
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();
+  const bool f16c = has_f16c();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("f16c")) {
+      __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("fma") && f16c) {
     return Isa::Avx512;
   }
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("f16c")) {
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c) {
     return Isa::Avx2;
   }
 #endif

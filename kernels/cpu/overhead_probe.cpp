@@ -27,7 +27,12 @@ void check_probe_shape(const AttentionProbeShape& s) {
   need(s.block_size >= 1 && s.block_size <= 1024, "--block-size must be 1..1024 (got " + std::to_string(s.block_size) + ")");
   need(s.batch >= 1 && s.batch <= 1024, "--batches must be 1..1024 (got " + std::to_string(s.batch) + ")");
   need(s.context >= 1 && s.context <= (1 << 20), "--contexts must be 1..1048576 keys (got " + std::to_string(s.context) + ")");
-  need(s.document_tokens >= 0, "--document-tokens must be >= 0");
+  need(s.document_tokens >= 0 && s.document_tokens <= (1 << 20),
+       "--document-tokens must be 0..1048576 (got " + std::to_string(s.document_tokens) + ")");
+  const int64_t blocks_per_seq = (int64_t(s.context) + s.block_size - 1) / s.block_size;
+  const int64_t pool = int64_t(s.batch) * blocks_per_seq * s.num_kv_heads * s.block_size * s.head_dim;
+  need(pool * 2 * 4 <= (int64_t(8) << 30), "the K/V pool of batch " + std::to_string(s.batch) + " x " +
+                                               std::to_string(s.context) + " keys exceeds 8 GiB (fp32)");
 }
 
 namespace {
@@ -38,7 +43,6 @@ class CpuAttentionProbe final : public AttentionProbe {
     check_probe_shape(s);
     const int blocks_per_seq = (s.context + s.block_size - 1) / s.block_size;
     const int64_t pool = int64_t(s.batch) * blocks_per_seq * s.num_kv_heads * s.block_size * s.head_dim;
-    if (pool * 2 * 4 > (int64_t(8) << 30)) throw Error("overhead probe: the CPU pool for this shape exceeds 8 GiB");
     std::mt19937 rng(7);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     k_.resize(size_t(pool));

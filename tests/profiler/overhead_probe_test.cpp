@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
+
 #include "base/error.h"
 #include "profiler/overhead_probe.h"
 #include "profiler/session_recorder.h"
@@ -79,6 +81,31 @@ TEST(OverheadProbe, BadShapesAndOptionsNameTheProblem) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--contexts"), std::string::npos) << e.what();
   }
+}
+
+// The whole grid is checked before the first shape is timed: a bad last entry gives no rows at all.
+TEST(OverheadProbe, TheWholeGridIsCheckedBeforeAnyTiming) {
+  OverheadProbeOptions o = small_cpu_grid();
+  o.contexts = {256, 0};
+  int timed = 0;
+  EXPECT_THROW(run_overhead_probe(o, [&](const OverheadProbeRow&) { ++timed; }), Error);
+  EXPECT_EQ(timed, 0);
+  o = small_cpu_grid();
+  o.batches = {1, 1024};
+  o.contexts = {1 << 20};
+  try {
+    run_overhead_probe(o, [&](const OverheadProbeRow&) { ++timed; });
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("exceeds 8 GiB"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(timed, 0);
+  o = small_cpu_grid();
+  o.timing_ms = std::nan("");
+  EXPECT_THROW(run_overhead_probe(o), Error);
+  o.timing_ms = 2.0;
+  o.document_tokens = -1;
+  EXPECT_THROW(run_overhead_probe(o), Error);
 }
 
 TEST(OverheadProbe, RowsGoIntoTheReport) {

@@ -186,4 +186,52 @@ TEST(BadOptions, GenerateOptionsHaveRanges) {
   expect_refused("generate --synthetic tiny --request r.json --threads -2", "--threads", "0..4096");
 }
 
+TEST(BadOptions, EvalOptionsHaveRanges) {
+  expect_refused("eval --model tiny -k 0", "-k", "1..64");
+  expect_refused("eval --model tiny --max-new-tokens 100000", "--max-new-tokens", "1..4096");
+  expect_refused("eval --model tiny --limit -1", "--limit", "0..1000000000");
+  expect_refused("eval --model tiny --block-size 0", "--block-size", "1..1024");
+  expect_refused("eval --model tiny --threads 100000", "--threads", "0..4096");
+}
+
+TEST(BadOptions, WorkloadOptionsAndSizesHaveRanges) {
+  expect_refused("workload --documents 0", "--documents", "1..100000");
+  expect_refused("workload --zipf nan", "--zipf", "0..10");
+  expect_refused("workload --rate inf", "--rate", "0..1e+06");
+  expect_refused("workload --requests 2000000000", "--requests", "1..1000000");
+  expect_refused("workload --step-tokens 0", "--step-tokens", "1..1048576");
+  // Every option in range, the workload they make too large: refused before anything is allocated.
+  expect_refused("workload --documents 100000 --doc-tokens 131072", "--documents x --doc-tokens",
+                 "268435456");
+  expect_refused("workload --requests 1000000 --query-tokens 131072", "--requests x --query-tokens",
+                 "268435456");
+  expect_refused("workload --documents 100000 --doc-tokens 4 --docs-per-request 64 --requests 1000000",
+                 "--requests x --docs-per-request x --documents", "17179869184");
+}
+
+TEST(BadOptions, OverheadOptionsHaveRangesForTheWholeGrid) {
+  expect_refused("overhead --backend cpu --timing-ms nan", "--timing-ms", "0..10000");
+  expect_refused("overhead --backend cpu --repeats 1", "--repeats", "2..1000");
+  expect_refused("overhead --backend cpu --block-size 0", "--block-size", "1..1024");
+  expect_refused("overhead --backend cpu --threads -1", "--threads", "0..4096");
+  // The bad value is last: nothing is timed before it is refused.
+  expect_refused("overhead --backend cpu --contexts 256,0", "--contexts", "1..1048576");
+  expect_refused("overhead --backend cpu --contexts 256 --batches 1,5000", "--batches", "1..1024");
+  expect_refused("overhead --backend cpu --contexts 256,1048576 --batches 1,1024", "exceeds 8 GiB", "fp32");
+}
+
+TEST_F(OutputsNeverOverwrite, EvalRecordOverAnotherCorpusStore) {
+  // A corpus store is SQLite too, but not a session report: eval must not replace it.
+  const fs::path store = dir_ / "other.db";
+  ASSERT_EQ(run("corpus import " + (dir_ / "passages.jsonl").string() + " --format jsonl --out " +
+                store.string())
+                .status,
+            0);
+  const std::string before = read(store);
+  const Outcome o = run("eval --model tiny --backend cpu --limit 1 --record " + store.string());
+  EXPECT_NE(o.status, 0) << o.output;
+  EXPECT_NE(o.output.find("not a session report"), std::string::npos) << o.output;
+  EXPECT_EQ(read(store), before);
+}
+
 }  // namespace

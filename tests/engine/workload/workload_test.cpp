@@ -132,5 +132,41 @@ TEST(Workload, BadOptionsNameTheOptionAndTheRange) {
   EXPECT_THROW(make_workload(o), Error);
 }
 
+// Each option in range, but the workload they make together would not fit in memory or time: the
+// error names the options and the limit, before anything is allocated.
+TEST(Workload, WholeWorkloadSizesAreBounded) {
+  auto message = [](WorkloadOptions o) {
+    try {
+      validate(o);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  WorkloadOptions o = small();
+  o.documents = 100000;
+  o.doc_tokens = 131072;  // 52 GB of token ids
+  EXPECT_NE(message(o).find("--documents x --doc-tokens"), std::string::npos) << message(o);
+  EXPECT_NE(message(o).find(std::to_string(kMaxPoolTokens)), std::string::npos);
+  o = small();
+  o.requests = 1000000;
+  o.query_tokens = 131072;
+  EXPECT_NE(message(o).find("--requests x --query-tokens"), std::string::npos) << message(o);
+  o = small();
+  o.requests = 1000000;
+  o.output_tokens = 65536;
+  EXPECT_NE(message(o).find("exceed the limit of " + std::to_string(kMaxServedTokens)), std::string::npos)
+      << message(o);
+  o = small();
+  o.documents = 100000;
+  o.doc_tokens = 16;
+  o.docs_per_request = 64;
+  o.requests = 1000000;
+  o.output_tokens = 1;
+  EXPECT_NE(message(o).find("--requests x --docs-per-request x --documents"), std::string::npos) << message(o);
+  o.layout = DocumentLayout::Window;  // a window draws one start per request
+  EXPECT_EQ(message(o), "no error");
+}
+
 }  // namespace
 }  // namespace lazyscope
