@@ -6,6 +6,7 @@
 #   validate  workloads the step-time model was not fitted to, on the GPU and in accounting mode:
 #             the window layout (paper preset otherwise), and Zipf alpha 1.1 at concurrency 8
 #   bench     bench_serving (TTFT/throughput vs concurrency and rate, decode tok/s vs batch)
+#   decode    bench_serving --decode-only (decode tok/s vs batch 1-64, scheduler host time per step)
 set -o pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -24,11 +25,13 @@ B=build-dev
 t0=$(date +%s)
 { nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv; } > "$OUT/env.txt" 2>&1
 cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DLAZYSCOPE_WITH_GUI=OFF -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DLAZYSCOPE_PYTHON=python3 > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+  -DLAZYSCOPE_PYTHON=python3 -DLAZYSCOPE_BUILD_BENCH=ON > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 ninja -C $B -j16 lazyscope-cli bench_serving test_engine_serving >> "$OUT/build.log" 2>&1 || { grep -E "error" -A3 "$OUT/build.log" | head -40; exit 1; }
 echo "== build took $(( $(date +%s) - t0 )) s"
 CLI=$B/app/lazyscope-cli
-echo "== test_engine_serving"; timeout 60 $B/tests/test_engine_serving --gtest_brief=1 2>&1 | tail -3
+echo "== test_engine_serving (the CUDA serving test included)"
+timeout 90 $B/tests/test_engine_serving --gtest_brief=1 2>&1 | tail -4
+timeout 60 $B/tests/test_engine_serving --gtest_filter='BatchedTokens.*' 2>&1 | grep -E "OK|FAILED|SKIPPED|differs|Failure" | head -12
 if has paper; then
   {
     for backend in cuda accounting; do
@@ -53,6 +56,10 @@ if has validate; then
         --policies materialized,lazy --backend $backend --json "$OUT/zipf11_$backend.json" 2>&1
     done
   } 2>&1 | tee "$OUT/validate.log"
+fi
+if has decode; then
+  echo "== bench_serving --decode-only"
+  timeout 120 $B/bench/bench_serving --decode-only 2>&1 | tee "$OUT/bench_decode.md"
 fi
 if has bench; then
   echo "== bench_serving"

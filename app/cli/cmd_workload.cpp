@@ -271,6 +271,7 @@ void run_workload_command(WorkloadArgs a, const CLI::App& cmd) {
                               {"hit_ratio_tokens", r.hit_ratio_tokens},
                               {"hit_ratio_documents", r.hit_ratio_documents},
                               {"prefix_hit_ratio", r.prefix_hit_ratio},
+                              {"in_flight_hit_ratio_documents", r.in_flight_hit_ratio_documents},
                               {"ttft_ms", percentiles_json(r.ttft_ms)},
                               {"tpot_ms", percentiles_json(r.tpot_ms)},
                               {"e2e_ms", percentiles_json(r.e2e_ms)},

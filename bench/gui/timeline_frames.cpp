@@ -22,7 +22,7 @@ using lazyscope::workbench::GpuTimelineView;
 
 // A decode-like trace: per step 30 kernels (GEMV 8 µs, attention 3 µs, small 1 µs) with 0.5 µs gaps
 // on one stream, each launched by a cudaLaunchKernel 2 µs earlier on the host thread, and one NVTX
-// range per step around the launches.
+// range per step around its launches (host time: the step's range ends with its last launch).
 SessionRecording synthetic(int kernels) {
   SessionRecording r;
   r.kernels.reserve(size_t(kernels));
@@ -56,11 +56,10 @@ SessionRecording synthetic(int kernels) {
     a.end_ns = t - 1500;
     a.thread_id = 4242;
     a.correlation_id = uint32_t(i + 1);
+    if (i % 30 == 29 || i + 1 == kernels) r.ranges.back().range.end_ns = a.end_ns;
     r.api_calls.push_back(std::move(a));
     t += durations[kind] + 500;
-    if (i % 30 == 29) r.ranges.back().range.end_ns = t;
   }
-  if (!r.ranges.empty() && r.ranges.back().range.end_ns == 0) r.ranges.back().range.end_ns = t;
   return r;
 }
 

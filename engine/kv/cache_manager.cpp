@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 #include <string>
+#include <utility>
 
 #include "base/error.h"
 #include "engine/kv/plan_builder.h"
@@ -40,12 +41,15 @@ uint64_t hash_string(uint64_t seed, const std::string& text) {
   return fnv_bytes(seed ^ kFnvOffset, text.data(), text.size());
 }
 
-std::size_t LruEviction::choose(const std::vector<const CachedSegment*>& candidates) {
-  std::size_t best = 0;
-  for (std::size_t i = 1; i < candidates.size(); ++i) {
-    if (candidates[i]->last_use < candidates[best]->last_use) best = i;
+void LruEviction::insert(const CachedSegment& segment) { order_.insert({segment.last_use, segment.id}); }
+
+void LruEviction::erase(const CachedSegment& segment) { order_.erase({segment.last_use, segment.id}); }
+
+int64_t LruEviction::victim(const std::function<bool(int64_t)>& spared) const {
+  for (const auto& [last_use, id] : order_) {
+    if (!spared(id)) return id;
   }
-  return best;
+  return -1;
 }
 
 KvCacheManager::KvCacheManager(int num_blocks, int block_size, std::size_t bytes_per_block,
@@ -65,13 +69,7 @@ int KvCacheManager::free_blocks() const {
   return pool_.free_count();
 }
 
-int64_t KvCacheManager::bytes_stored() const {
-  int64_t blocks = 0;
-  for (const auto& [id, s] : segments_) {
-    if (s.published) blocks += int64_t(s.blocks.size());
-  }
-  return blocks * int64_t(bytes_per_block_);
-}
+int64_t KvCacheManager::bytes_stored() const { return published_blocks_ * int64_t(bytes_per_block_); }
 
 std::vector<BlockState> KvCacheManager::blocks() const {
   std::lock_guard lock(mutex_);
@@ -115,35 +113,37 @@ CachedSegment& KvCacheManager::new_segment(SegmentKind kind, std::string label, 
   return segments_.emplace(s.id, std::move(s)).first->second;
 }
 
-void KvCacheManager::evict_one(std::vector<const CachedSegment*>& candidates) {
-  const std::size_t pick = eviction_->choose(candidates);
-  const CachedSegment* victim = candidates[pick];
-  candidates.erase(candidates.begin() + std::ptrdiff_t(pick));
-  evicted_in_plan_ += int64_t(victim->blocks.size());
-  free_segment(victim->id, true);  // other segments' addresses stay valid (node-based map)
+void KvCacheManager::unlist(const CachedSegment& segment) {
+  if (!evictable(segment)) return;
+  eviction_->erase(segment);
+  evictable_blocks_ -= int64_t(segment.blocks.size());
+}
+
+void KvCacheManager::list(const CachedSegment& segment) {
+  if (!evictable(segment)) return;
+  eviction_->insert(segment);
+  evictable_blocks_ += int64_t(segment.blocks.size());
+}
+
+void KvCacheManager::evict_one() {
+  // The segments this plan is about to hit are spared: a request never evicts what it reads.
+  const int64_t victim = eviction_->victim([this](int64_t id) { return spared_.count(id) > 0; });
+  if (victim < 0) return;
+  evicted_in_plan_ += int64_t(segments_.at(victim).blocks.size());
+  free_segment(victim, true);  // other segments' addresses stay valid (node-based map)
 }
 
 std::vector<int32_t> KvCacheManager::allocate(int count, CachedSegment& owner, RequestPlan& plan) {
   const int64_t owner_id = owner.id;
-  // Unreferenced published segments in id order, gathered once per allocation (not per victim).
-  std::vector<const CachedSegment*> candidates;
-  bool gathered = false;
   while (pool_.free_count() < count) {
-    if (!gathered) {
-      for (const auto& [id, s] : segments_) {
-        if (s.published && s.refcount == 0) candidates.push_back(&s);
-      }
-      std::sort(candidates.begin(), candidates.end(),
-                [](const CachedSegment* a, const CachedSegment* b) { return a->id < b->id; });
-      gathered = true;
-    }
-    if (candidates.empty()) {
+    const int before = pool_.free_count();
+    evict_one();
+    if (pool_.free_count() == before) {
       throw Error("KV budget too small for this request: it needs " + std::to_string(count) +
                   " more block(s) of " + std::to_string(pool_.block_size()) + " tokens, " +
                   std::to_string(pool_.free_count()) + " free of " + std::to_string(pool_.num_blocks()) +
                   " after evicting everything unreferenced; raise --kv-budget");
     }
-    evict_one(candidates);
   }
   CachedSegment& seg = segments_.at(owner_id);
   std::vector<int32_t> blocks = pool_.take(count, owner_id);
@@ -158,6 +158,7 @@ std::vector<int32_t> KvCacheManager::allocate(int count, CachedSegment& owner, R
 }
 
 void KvCacheManager::acquire(CachedSegment& s, RequestPlan& plan, bool report_hit) {
+  unlist(s);
   ++s.refcount;
   s.last_use = ++clock_;
   for (int32_t b : s.blocks) {
@@ -175,21 +176,30 @@ void KvCacheManager::release_segment(int64_t id) {
   if (s.refcount <= 0) throw Error("KV cache: segment " + std::to_string(id) + " released twice");
   --s.refcount;
   for (int32_t b : s.blocks) pool_.at(b).refcount = s.refcount;
+  if (s.abandoned && s.refcount == 0) {
+    free_segment(id, false);
+    return;
+  }
+  list(s);
 }
 
 void KvCacheManager::free_segment(int64_t id, bool evicted) {
   auto it = segments_.find(id);
   if (it == segments_.end()) return;
   CachedSegment& s = it->second;
+  unlist(s);
   for (int32_t b : s.blocks) {
     emit_block(evicted ? BlockAction::Evicted : BlockAction::Released, b, s);
     pool_.at(b).refcount = 0;
     pool_.give_back(b);
   }
+  if (evicted) evicted_total_ += int64_t(s.blocks.size());
   if (s.published) {
+    published_blocks_ -= int64_t(s.blocks.size());
     auto found = index_.find(s.key);
     if (found != index_.end() && found->second == id) index_.erase(found);
   }
+  if (auto found = in_flight_.find(s.key); found != in_flight_.end() && found->second == id) in_flight_.erase(found);
   segments_.erase(it);
 }
 
@@ -198,6 +208,36 @@ CachedSegment* KvCacheManager::find_published(uint64_t key, const std::vector<in
   if (it == index_.end()) return nullptr;
   CachedSegment& s = segments_.at(it->second);
   return s.tokens == tokens ? &s : nullptr;  // exact: a hash collision is a miss
+}
+
+const CachedSegment* KvCacheManager::find_shared(uint64_t key, const std::vector<int32_t>& tokens) const {
+  for (const auto* index : {&index_, &in_flight_}) {
+    auto it = index->find(key);
+    if (it == index->end()) continue;
+    const CachedSegment& s = segments_.at(it->second);
+    return s.tokens == tokens ? &s : nullptr;
+  }
+  return nullptr;
+}
+
+CachedSegment* KvCacheManager::find_shared(uint64_t key, const std::vector<int32_t>& tokens) {
+  return const_cast<CachedSegment*>(std::as_const(*this).find_shared(key, tokens));
+}
+
+void KvCacheManager::register_in_flight(const CachedSegment& segment) {
+  if (index_.count(segment.key) || in_flight_.count(segment.key)) return;
+  in_flight_[segment.key] = segment.id;
+}
+
+void KvCacheManager::publish(CachedSegment& s) {
+  // Found by key from now on; another segment of this key still in flight (planned when this
+  // one was not findable) stays with its sharers but is found no more.
+  in_flight_.erase(s.key);
+  s.published = true;
+  s.complete = true;
+  index_[s.key] = s.id;
+  published_blocks_ += int64_t(s.blocks.size());
+  list(s);
 }
 
 RequestPlan KvCacheManager::plan(const PromptLayout& layout, Mode mode, Policy policy) {
@@ -214,6 +254,9 @@ RequestPlan KvCacheManager::plan(const PromptLayout& layout, Mode mode, Policy p
     std::lock_guard lock(mutex_);
     evicted_in_plan_ = 0;
     try {
+      std::vector<int64_t> hits;
+      count_admission(layout, mode, policy, &hits);
+      spared_.insert(hits.begin(), hits.end());
       PlanBuilder builder(*this, layout, plan);
       if (mode == Mode::Full) {
         plan_full_attention(builder);
@@ -227,6 +270,7 @@ RequestPlan KvCacheManager::plan(const PromptLayout& layout, Mode mode, Policy p
       for (int64_t id : plan.ephemeral) free_segment(id, false);
       failure = std::current_exception();
     }
+    spared_.clear();
     events = take_events();
   }
   deliver(events);  // outside the lock: a sink may call back into the manager
@@ -297,17 +341,20 @@ void KvCacheManager::finish_locked(RequestPlan& plan, bool success) {
   for (int64_t id : plan.pending) {
     auto it = segments_.find(id);
     if (it == segments_.end()) continue;
-    if (!success) {
-      free_segment(id, false);
-      continue;
-    }
     CachedSegment& s = it->second;
-    if (index_.count(s.key)) {
-      free_segment(id, false);  // someone published the same key first
+    if (success) s.complete = true;
+    if (success && !index_.count(s.key)) {
+      publish(s);
       continue;
     }
-    s.published = true;
-    index_[s.key] = id;
+    // Failed, or someone published the same key first. A request sharing it in flight still
+    // holds it: it stays until that reference goes, findable no more.
+    if (s.refcount > 0) {
+      s.abandoned = true;
+      if (auto found = in_flight_.find(s.key); found != in_flight_.end() && found->second == id) in_flight_.erase(found);
+    } else {
+      free_segment(id, false);
+    }
   }
   for (int64_t id : plan.ephemeral) free_segment(id, false);
   plan.held.clear();
@@ -315,11 +362,8 @@ void KvCacheManager::finish_locked(RequestPlan& plan, bool success) {
   plan.ephemeral.clear();
   plan.stats.bytes_stored = bytes_stored();
   if (sink_) {
-    int in_use = 0, cached = 0;
-    for (const BlockState& b : pool_.blocks()) {
-      if (b.segment < 0) continue;
-      if (b.refcount > 0) ++in_use; else ++cached;
-    }
+    const int cached = int(evictable_blocks_);
+    const int in_use = pool_.num_blocks() - pool_.free_count() - cached;
     queued_.pool = PoolEvent{pool_name_, pool_.num_blocks(), in_use, cached,
                              int64_t(pool_.num_blocks()) * int64_t(bytes_per_block_)};
   }
@@ -342,9 +386,14 @@ void KvCacheManager::clear() {
 void KvCacheManager::check_invariants() const {
   std::lock_guard lock(mutex_);
   std::vector<int> owners(pool_.num_blocks(), 0);
+  int64_t evictable_blocks = 0, published_blocks = 0;
   for (const auto& [id, s] : segments_) {
     if (s.refcount < 0) throw Error("segment " + std::to_string(id) + " has a negative refcount");
     if (s.published && index_.count(s.key) == 0) throw Error("published segment missing from index");
+    if (s.abandoned && s.refcount == 0) throw Error("abandoned segment " + std::to_string(id) + " was not freed");
+    if (s.published && !s.complete) throw Error("published segment " + std::to_string(id) + " is not complete");
+    if (evictable(s)) evictable_blocks += int64_t(s.blocks.size());
+    if (s.published) published_blocks += int64_t(s.blocks.size());
     for (int32_t b : s.blocks) {
       if (pool_.at(b).segment != id) throw Error("block " + std::to_string(b) + " owner mismatch");
       if (pool_.at(b).refcount != s.refcount) throw Error("block " + std::to_string(b) + " refcount mismatch");
@@ -364,6 +413,15 @@ void KvCacheManager::check_invariants() const {
   for (const auto& [key, id] : index_) {
     if (segments_.count(id) == 0) throw Error("index points at a freed segment");
   }
+  for (const auto& [key, id] : in_flight_) {
+    auto it = segments_.find(id);
+    if (it == segments_.end()) throw Error("in-flight index points at a freed segment");
+    if (it->second.published || it->second.abandoned || it->second.key != key || index_.count(key)) {
+      throw Error("in-flight index entry for segment " + std::to_string(id) + " is stale");
+    }
+  }
+  if (evictable_blocks != evictable_blocks_) throw Error("evictable block count disagrees with the segments");
+  if (published_blocks != published_blocks_) throw Error("published block count disagrees with the segments");
 }
 
 }  // namespace lazyscope

@@ -10,8 +10,10 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "engine/kv/block_pool.h"
@@ -29,6 +31,10 @@ struct CachedSegment {
   int64_t source_segment = -1;   // copies: the segment copied from
   uint64_t key = 0;
   bool published = false;  // findable by key (cached); else private to one request
+  bool complete = false;   // its KV is written (its encode or copy ran); published implies it
+  // Its encoder ended while another request shared it in flight, and it is not (or could not
+  // be) published: no longer findable, freed when the last reference goes.
+  bool abandoned = false;
   std::vector<int32_t> blocks;
   std::vector<int32_t> tokens;
   int encode_position = 0;
@@ -37,19 +43,30 @@ struct CachedSegment {
   uint64_t last_use = 0;
 };
 
-// Chooses which unreferenced cached segment to evict next.
+// Chooses which unreferenced cached segment to evict next. The cache keeps the policy told
+// which segments are evictable (published, unreferenced) as that changes, so a choice does not
+// scan the pool; a segment's fields do not change between its insert and its erase.
 class EvictionPolicy {
  public:
   virtual ~EvictionPolicy() = default;
   virtual const char* name() const = 0;
-  // Candidates are published segments with refcount 0; returns an index into them.
-  virtual std::size_t choose(const std::vector<const CachedSegment*>& candidates) = 0;
+  virtual void insert(const CachedSegment& segment) = 0;
+  virtual void erase(const CachedSegment& segment) = 0;
+  // The next victim among the inserted segments for which `spared` is false; -1 when none.
+  virtual int64_t victim(const std::function<bool(int64_t)>& spared) const = 0;
 };
 
+// Least recently used first (ties: the lowest segment id): O(log n) per change, a choice
+// O(log n + spared segments skipped).
 class LruEviction final : public EvictionPolicy {
  public:
   const char* name() const override { return "lru"; }
-  std::size_t choose(const std::vector<const CachedSegment*>& candidates) override;
+  void insert(const CachedSegment& segment) override;
+  void erase(const CachedSegment& segment) override;
+  int64_t victim(const std::function<bool(int64_t)>& spared) const override;
+
+ private:
+  std::set<std::pair<uint64_t, int64_t>> order_;  // (last_use, id)
 };
 
 // Something the backend must compute: new tokens into slots, attending to `table`.
@@ -69,6 +86,7 @@ struct Placement {
   int shift = 0;         // δ = start − P (0 for prefix and query)
   bool hit = false;      // its KV was in the pool before this request arrived
   bool repeat = false;   // a document placed earlier in this request, served by that encode
+  bool in_flight = false;  // a hit on KV another running request was still encoding at admission
   int64_t source_segment = -1;  // a copy: the segment it was copied from
   std::vector<int32_t> blocks;  // block mode: the blocks the prompt reads here
 };
@@ -83,6 +101,9 @@ struct RequestPlan {
   std::vector<int64_t> held;          // segments this request references
   std::vector<int64_t> pending;       // encoded here; published when the request succeeds
   std::vector<int64_t> ephemeral;     // freed when the request ends
+  // Segments this request shares while another running request still encodes them: its copies
+  // and prompt run only once they are complete (KvCacheManager::complete).
+  std::vector<int64_t> awaits;
   int64_t tail_segment = -1;          // where generated tokens are appended
   int next_position = 0;
   std::vector<BlockRef> table;        // the full table, grown by each decode step
@@ -126,7 +147,17 @@ class KvCacheManager {
   // cache_manager_serving.cpp: makes `segment`, encoded by this plan and complete now, findable
   // before the request ends (a no-op when it is not pending or its key is already published).
   void publish_encoded(RequestPlan& plan, int64_t segment);
-  PoolUsage usage() const;  // cache_manager_serving.cpp; O(segments)
+  // Every segment still pending in the plan, complete now (one pass over plan.pending).
+  void publish_encoded(RequestPlan& plan);
+  PoolUsage usage() const;  // cache_manager_serving.cpp
+  // cache_manager_serving.cpp: whether `segment` (one of a plan's awaits) has its KV (its
+  // encoder called publish_encoded or finished). abandoned(): its encoder ended without it
+  // (a sharer must start again; cannot happen when requests end newest first, as the
+  // scheduler's preemption does).
+  bool complete(int64_t segment) const;
+  bool abandoned(int64_t segment) const;
+  // Blocks evicted since the cache was made, plans that failed included.
+  int64_t blocks_evicted() const;
 
   int num_blocks() const { return pool_.num_blocks(); }
   int block_size() const { return pool_.block_size(); }
@@ -147,11 +178,26 @@ class KvCacheManager {
   };
   CachedSegment& new_segment(SegmentKind kind, std::string label, uint64_t key);
   std::vector<int32_t> allocate(int count, CachedSegment& owner, RequestPlan& plan);
-  void evict_one(std::vector<const CachedSegment*>& candidates);
+  void evict_one();
   void acquire(CachedSegment& segment, RequestPlan& plan, bool report_hit);
   void release_segment(int64_t id);
   void free_segment(int64_t id, bool evicted);
+  // Published under `key` with these tokens (a hash collision is a miss); nullptr when none.
   CachedSegment* find_published(uint64_t key, const std::vector<int32_t>& tokens);
+  // Published, or being encoded by a running request that will publish it; nullptr when none.
+  CachedSegment* find_shared(uint64_t key, const std::vector<int32_t>& tokens);
+  const CachedSegment* find_shared(uint64_t key, const std::vector<int32_t>& tokens) const;
+  // A pending segment under `key` becomes findable in flight (when nothing else is under it).
+  void register_in_flight(const CachedSegment& segment);
+  void publish(CachedSegment& segment);
+  // Keeps the eviction policy and the block counts in step with a segment's state: call
+  // unlist before changing a segment's refcount, published flag or last_use, list after.
+  bool evictable(const CachedSegment& segment) const { return segment.published && segment.refcount == 0; }
+  void unlist(const CachedSegment& segment);
+  void list(const CachedSegment& segment);
+  // estimate_admission's count; `hits` receives the cached segments the plan would use.
+  AdmissionEstimate count_admission(const PromptLayout& layout, Mode mode, Policy policy,
+                                    std::vector<int64_t>* hits) const;
   // Queues the event (under the lock); deliver() hands the queue to the sink after unlocking.
   void emit_block(BlockAction action, int32_t block, const CachedSegment& segment,
                   int64_t source_segment = -1);
@@ -168,10 +214,15 @@ class KvCacheManager {
   std::string pool_name_;
   std::unique_ptr<EvictionPolicy> eviction_;
   std::unordered_map<int64_t, CachedSegment> segments_;
-  std::unordered_map<uint64_t, int64_t> index_;
+  std::unordered_map<uint64_t, int64_t> index_;      // published segments by key
+  std::unordered_map<uint64_t, int64_t> in_flight_;  // pending segments being encoded, by key
+  std::unordered_set<int64_t> spared_;  // while planning: segments the plan is about to hit
   int64_t next_id_;
   uint64_t clock_ = 0;
   int64_t evicted_in_plan_ = 0;
+  int64_t evicted_total_ = 0;
+  int64_t evictable_blocks_ = 0;  // blocks of evictable segments
+  int64_t published_blocks_ = 0;  // blocks of published segments
   QueuedEvents queued_;
 };
 

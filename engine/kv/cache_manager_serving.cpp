@@ -1,9 +1,11 @@
 // KvCacheManager's additions for the serving scheduler:
 // - estimate_admission: the blocks plan() would allocate for a layout, counted without
 //   allocating, evicting or touching the LRU clock, so a refused request costs the cache nothing;
+//   plan() spares the cached segments this count says it hits, so the two agree;
 // - publish_encoded: a segment becomes findable as soon as its KV is complete, not only when its
-//   request ends (concurrent requests share it, as a serving engine's prefix cache does);
-// - usage: blocks referenced, cached and free.
+//   request ends (concurrent requests share it, as a serving engine's prefix cache does); before
+//   that it is shared in flight (complete() says when a sharer may read it);
+// - usage: blocks referenced, cached and free, from counts kept as segments change (O(1)).
 #include <algorithm>
 #include <unordered_set>
 
@@ -20,13 +22,17 @@ int blocks_for(int tokens, int block_size) { return (tokens + block_size - 1) / 
 AdmissionEstimate KvCacheManager::estimate_admission(const PromptLayout& layout, Mode mode, Policy policy) const {
   check_mode_policy(mode, policy);
   std::lock_guard lock(mutex_);
+  return count_admission(layout, mode, policy, nullptr);
+}
+
+AdmissionEstimate KvCacheManager::count_admission(const PromptLayout& layout, Mode mode, Policy policy,
+                                                  std::vector<int64_t>* hits_out) const {
   const int B = pool_.block_size();
   std::unordered_set<int64_t> used;  // cached segments this request would hit (not evictable for it)
+  // Published or in flight, as plan()'s lookups.
   auto published = [&](uint64_t key, const std::vector<int32_t>& tokens) -> int64_t {
-    auto it = index_.find(key);
-    if (it == index_.end()) return -1;
-    const CachedSegment& s = segments_.at(it->second);
-    return s.tokens == tokens ? s.id : -1;
+    const CachedSegment* s = find_shared(key, tokens);
+    return s ? s->id : -1;
   };
   AdmissionEstimate e;
   if (mode == Mode::Full) {
@@ -121,10 +127,13 @@ AdmissionEstimate KvCacheManager::estimate_admission(const PromptLayout& layout,
     }
     e.blocks_needed += blocks_for(int(layout.query.size()), B);
   }
-  e.blocks_available = pool_.free_count();
-  for (const auto& [id, s] : segments_) {
-    if (s.published && s.refcount == 0 && !used.count(id)) e.blocks_available += int(s.blocks.size());
+  int64_t available = pool_.free_count() + evictable_blocks_;
+  for (int64_t id : used) {
+    const CachedSegment& s = segments_.at(id);
+    if (evictable(s)) available -= int64_t(s.blocks.size());
   }
+  e.blocks_available = int(available);
+  if (hits_out) hits_out->assign(used.begin(), used.end());
   return e;
 }
 
@@ -135,18 +144,53 @@ void KvCacheManager::publish_encoded(RequestPlan& plan, int64_t segment) {
   auto it = segments_.find(segment);
   if (it == segments_.end()) return;
   CachedSegment& s = it->second;
+  s.complete = true;
   if (index_.count(s.key)) return;  // another request published the same key first: dropped at finish
-  s.published = true;
-  index_[s.key] = segment;
+  publish(s);
   plan.pending.erase(pending);  // still held by the request (plan.held) until it finishes
+}
+
+void KvCacheManager::publish_encoded(RequestPlan& plan) {
+  std::lock_guard lock(mutex_);
+  std::vector<int64_t> kept;  // a key published first by another request: dropped at finish
+  for (int64_t id : plan.pending) {
+    auto it = segments_.find(id);
+    if (it == segments_.end()) continue;
+    CachedSegment& s = it->second;
+    s.complete = true;
+    if (index_.count(s.key)) {
+      kept.push_back(id);
+    } else {
+      publish(s);
+    }
+  }
+  plan.pending = std::move(kept);
 }
 
 PoolUsage KvCacheManager::usage() const {
   std::lock_guard lock(mutex_);
   PoolUsage u;
   u.free = pool_.free_count();
-  for (const auto& [id, s] : segments_) (s.refcount > 0 ? u.in_use : u.cached) += int(s.blocks.size());
+  u.cached = int(evictable_blocks_);
+  u.in_use = pool_.num_blocks() - u.free - u.cached;
   return u;
+}
+
+bool KvCacheManager::complete(int64_t segment) const {
+  std::lock_guard lock(mutex_);
+  auto it = segments_.find(segment);
+  return it != segments_.end() && it->second.complete;
+}
+
+bool KvCacheManager::abandoned(int64_t segment) const {
+  std::lock_guard lock(mutex_);
+  auto it = segments_.find(segment);
+  return it == segments_.end() || it->second.abandoned;
+}
+
+int64_t KvCacheManager::blocks_evicted() const {
+  std::lock_guard lock(mutex_);
+  return evicted_total_;
 }
 
 }  // namespace lazyscope

@@ -39,15 +39,25 @@ PlanBuilder::PlanBuilder(KvCacheManager& cache, const PromptLayout& layout, Requ
   }
 }
 
-CachedSegment* PlanBuilder::find_published(uint64_t key, const std::vector<int32_t>& tokens) {
-  return cache_.find_published(key, tokens);
+CachedSegment* PlanBuilder::find_shared(uint64_t key, const std::vector<int32_t>& tokens) {
+  return cache_.find_shared(key, tokens);
+}
+
+void PlanBuilder::share_in_flight(int64_t id) { cache_.register_in_flight(cache_.segments_.at(id)); }
+
+bool PlanBuilder::awaited(int64_t id) const {
+  return std::find(plan_.awaits.begin(), plan_.awaits.end(), id) != plan_.awaits.end();
 }
 
 CachedSegment& PlanBuilder::new_segment(SegmentKind kind, std::string label, uint64_t key) {
   return cache_.new_segment(kind, std::move(label), key);
 }
 
-void PlanBuilder::acquire(CachedSegment& segment, bool report_hit) { cache_.acquire(segment, plan_, report_hit); }
+void PlanBuilder::acquire(CachedSegment& segment, bool report_hit) {
+  // Shared while another running request still encodes it: this request reads it once complete.
+  if (report_hit && !segment.published && !awaited(segment.id)) plan_.awaits.push_back(segment.id);
+  cache_.acquire(segment, plan_, report_hit);
+}
 
 std::vector<int32_t> PlanBuilder::allocate(int count, int64_t owner) {
   return cache_.allocate(count, cache_.segments_.at(owner), plan_);
@@ -61,10 +71,10 @@ void PlanBuilder::place_prefix(bool reuse) {
   const int P = prefix_tokens_;
   if (P == 0) return;
   KvCacheManager& c = cache_;
-  CachedSegment* hit = reuse ? c.find_published(prefix_key_, layout_.prefix) : nullptr;
+  CachedSegment* hit = reuse ? c.find_shared(prefix_key_, layout_.prefix) : nullptr;
   int64_t id;
   if (hit) {
-    c.acquire(*hit, plan_, true);
+    acquire(*hit, true);
     id = hit->id;
     plan_.stats.cached_tokens += P;
   } else {
@@ -74,6 +84,7 @@ void PlanBuilder::place_prefix(bool reuse) {
     c.acquire(s, plan_, false);
     (reuse ? plan_.pending : plan_.ephemeral).push_back(id);
     c.allocate(blocks_for(P, block_size_), c.segments_.at(id), plan_);
+    if (reuse) share_in_flight(id);
     SegmentTask task;
     task.segment = id;
     task.tokens = layout_.prefix;
@@ -83,7 +94,8 @@ void PlanBuilder::place_prefix(bool reuse) {
   }
   const std::vector<int32_t>& blocks = c.segments_.at(id).blocks;
   fill(blocks, P, block_size_, 0, nullptr, &prefix_table_);
-  plan_.placements.push_back({id, SegmentKind::Prefix, "prefix", 0, P, 0, hit != nullptr, false, -1, blocks});
+  plan_.placements.push_back(
+      {id, SegmentKind::Prefix, "prefix", 0, P, 0, hit != nullptr, false, hit && awaited(id), -1, blocks});
   plan_.table = prefix_table_;
 }
 
@@ -108,6 +120,7 @@ int64_t PlanBuilder::encode(const DocumentSlot& slot, bool publish, uint64_t key
   c.acquire(s, plan_, false);
   (publish ? plan_.pending : plan_.ephemeral).push_back(id);
   c.allocate(blocks_for(L, block_size_), c.segments_.at(id), plan_);
+  if (publish) share_in_flight(id);
   SegmentTask task;
   task.segment = id;
   task.tokens = *slot.tokens;
@@ -122,9 +135,9 @@ int64_t PlanBuilder::encode(const DocumentSlot& slot, bool publish, uint64_t key
 }
 
 int64_t PlanBuilder::cached(const DocumentSlot& slot, uint64_t key) {
-  CachedSegment* hit = cache_.find_published(key, *slot.tokens);
-  if (!hit) return -1;
-  cache_.acquire(*hit, plan_, true);
+  CachedSegment* hit = cache_.find_shared(key, *slot.tokens);
+  if (!hit || made_.count(hit->id)) return -1;  // this request's own encode is a repeat, not a hit
+  acquire(*hit, true);
   return hit->id;
 }
 
@@ -159,6 +172,7 @@ int64_t PlanBuilder::rotated_copy(const DocumentSlot& slot, int64_t base, bool p
   (publish ? plan_.pending : plan_.ephemeral).push_back(id);
   const std::vector<int32_t> src_blocks = c.segments_.at(base).blocks;
   const std::vector<int32_t> dst_blocks = c.allocate(int(src_blocks.size()), c.segments_.at(id), plan_);
+  if (publish) share_in_flight(id);
   const CachedSegment& dst = c.segments_.at(id);
   for (std::size_t b = 0; b < src_blocks.size(); ++b) {
     const int valid = std::min(block_size_, L - int(b) * block_size_);
@@ -186,8 +200,11 @@ void PlanBuilder::place_document(const DocumentSlot& slot, PlacedDocument placed
   }
   const CachedSegment& segment = cache_.segments_.at(placed.segment);
   fill(segment.blocks, L, block_size_, placed.table_shift, nullptr, &plan_.table);
+  // In flight: the KV read here (or the base a copy is made from) is still being encoded.
+  const bool in_flight = placed.use == DocumentUse::Hit &&
+                         (awaited(placed.segment) || (segment.source_segment >= 0 && awaited(segment.source_segment)));
   plan_.placements.push_back({placed.segment, segment.kind, slot.label, slot.start, L, slot.shift,
-                              placed.use == DocumentUse::Hit, placed.use == DocumentUse::Repeat,
+                              placed.use == DocumentUse::Hit, placed.use == DocumentUse::Repeat, in_flight,
                               segment.source_segment, segment.blocks});
 }
 
@@ -211,11 +228,12 @@ void PlanBuilder::place_query(bool lazy_rotation) {
   plan_.prompt.positions = iota_positions(start, Q);
   fill(c.segments_.at(qid).blocks, Q, block_size_, 0, &plan_.prompt.slots, &plan_.table);
   plan_.placements.push_back(
-      {qid, SegmentKind::Query, "query", start, Q, 0, false, false, -1, c.segments_.at(qid).blocks});
+      {qid, SegmentKind::Query, "query", start, Q, 0, false, false, false, -1, c.segments_.at(qid).blocks});
   plan_.prompt.table = plan_.table;
   plan_.next_position = start + Q;
-  // Every segment's blocks: their valid counts, for display.
-  for (const auto& [id, s] : c.segments_) {
+  // The valid counts of the blocks this request uses, for display (other segments' are unchanged).
+  for (int64_t id : plan_.held) {
+    const CachedSegment& s = c.segments_.at(id);
     int remaining = int(s.tokens.size());
     for (int32_t b : s.blocks) {
       c.pool_.at(b).valid = std::min(block_size_, std::max(0, remaining));

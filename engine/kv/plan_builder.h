@@ -55,8 +55,8 @@ class PlanBuilder {
   PlacedDocument base(const DocumentSlot& slot, bool publish);
   // Always a new encode at [P, P+L), keyed `key`.
   int64_t encode(const DocumentSlot& slot, bool publish, uint64_t key);
-  // The published segment under `key` holding the document's tokens, acquired (its blocks
-  // reported as hits); -1 when there is none.
+  // The published (or in-flight) segment under `key` holding the document's tokens, acquired
+  // (its blocks reported as hits); -1 when there is none or this request made it.
   int64_t cached(const DocumentSlot& slot, uint64_t key);
   // The segment this request made under `key`; -1 when none.
   int64_t made_here(uint64_t key) const;
@@ -64,9 +64,14 @@ class PlanBuilder {
   int64_t rotated_copy(const DocumentSlot& slot, int64_t base, bool publish, uint64_t key);
 
   // Primitives for the full-attention planner, which works on whole blocks of the flat sequence.
-  CachedSegment* find_published(uint64_t key, const std::vector<int32_t>& tokens);
+  // find_shared: published, or in flight (another running request encodes it and will publish).
+  CachedSegment* find_shared(uint64_t key, const std::vector<int32_t>& tokens);
   CachedSegment& new_segment(SegmentKind kind, std::string label, uint64_t key);
+  // References the segment; a hit on one still in flight joins plan().awaits.
   void acquire(CachedSegment& segment, bool report_hit);
+  // A pending segment of this plan becomes findable in flight by later requests.
+  void share_in_flight(int64_t id);
+  bool awaited(int64_t id) const;
   std::vector<int32_t> allocate(int count, int64_t owner);
   BlockState& block(int32_t id);
   const std::string& model_identity() const;

@@ -24,6 +24,7 @@ void plan_full_attention(PlanBuilder& builder) {
   };
 
   int hit_blocks = 0;
+  int first_in_flight = -1;  // the first hit block another running request is still encoding
   std::vector<uint64_t> chain;
   uint64_t h = hash_string(0, builder.model_identity() + "|full");
   for (int b = 0; b + 1 <= N / B; ++b) {
@@ -33,12 +34,13 @@ void plan_full_attention(PlanBuilder& builder) {
   const bool caching = plan.policy == Policy::Prefix;
   if (caching) {
     for (std::size_t b = 0; b < chain.size(); ++b) {
-      if (!builder.find_published(chain[b], block_tokens(int(b)))) break;
+      if (!builder.find_shared(chain[b], block_tokens(int(b)))) break;
       hit_blocks = int(b) + 1;
     }
     if (hit_blocks * B >= N) --hit_blocks;  // at least one token must run to produce logits
     for (int b = 0; b < hit_blocks; ++b) {
-      CachedSegment* s = builder.find_published(chain[std::size_t(b)], block_tokens(b));
+      CachedSegment* s = builder.find_shared(chain[std::size_t(b)], block_tokens(b));
+      if (!s->published && first_in_flight < 0) first_in_flight = b;
       builder.acquire(*s, true);
       PlanBuilder::fill(s->blocks, B, B, 0, nullptr, &plan.table);
     }
@@ -60,6 +62,7 @@ void plan_full_attention(PlanBuilder& builder) {
     builder.acquire(s, false);
     plan.pending.push_back(id);
     std::vector<int32_t> blk = builder.allocate(1, id);
+    builder.share_in_flight(id);
     builder.block(blk[0]).valid = B;
     PlanBuilder::fill(blk, B, B, 0, &plan.prompt.slots, &plan.table);
   }
@@ -86,7 +89,9 @@ void plan_full_attention(PlanBuilder& builder) {
   plan.next_position = N;
 
   const int prefix_len = int(layout.prefix.size());
-  plan.placements.push_back({-1, SegmentKind::Prefix, "prefix", 0, prefix_len, 0, prefix_len <= cached, false, -1, {}});
+  const int in_flight_from = first_in_flight < 0 ? N + 1 : first_in_flight * B;  // token where in-flight KV starts
+  plan.placements.push_back({-1, SegmentKind::Prefix, "prefix", 0, prefix_len, 0, prefix_len <= cached, false,
+                             prefix_len <= cached && prefix_len > in_flight_from, -1, {}});
   for (std::size_t k = 0; k < doc_spans.size(); ++k) {
     const auto [begin, end] = doc_spans[k];
     const bool hit = end <= cached;
@@ -94,10 +99,11 @@ void plan_full_attention(PlanBuilder& builder) {
     if (hit) plan.stats.document_hits += 1;
     const std::string label =
         k < layout.document_labels.size() ? layout.document_labels[k] : "document " + std::to_string(k);
-    plan.placements.push_back({-1, SegmentKind::Document, label, begin, end - begin, 0, hit, false, -1, {}});
+    plan.placements.push_back(
+        {-1, SegmentKind::Document, label, begin, end - begin, 0, hit, false, hit && end > in_flight_from, -1, {}});
   }
-  plan.placements.push_back(
-      {tid, SegmentKind::Query, "query", N - int(layout.query.size()), int(layout.query.size()), 0, false, false, -1, {}});
+  plan.placements.push_back({tid, SegmentKind::Query, "query", N - int(layout.query.size()), int(layout.query.size()),
+                             0, false, false, false, -1, {}});
 }
 
 }  // namespace lazyscope

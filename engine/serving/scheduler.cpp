@@ -48,7 +48,23 @@ struct Live {
   int32_t last = 0;
   int generated = 0;
   int reserved = 0;  // decode blocks it may still allocate
+  // plan.awaits: segments another running request still encodes. The prefix among them gates
+  // this request's own encodes (they attend to it); all of them gate its copies and prompt.
+  int64_t awaited_prefix = -1;
+  bool awaits_complete = false;
 };
+
+// Whether `l` may run its next item now (every segment that item reads is complete).
+bool item_ready(Live& l, const KvCacheManager& cache) {
+  if (l.awaits_complete) return true;
+  const Item& it = l.items[l.item];
+  if (it.task && !it.greedy) return l.awaited_prefix < 0 || cache.complete(l.awaited_prefix);
+  for (int64_t id : l.plan.awaits) {
+    if (!cache.complete(id)) return false;
+  }
+  l.awaits_complete = true;
+  return true;
+}
 
 // The blocks a request's generated tokens may add after the plan (the upper bound before it).
 int growth_bound(int output_tokens, int block_size) {
@@ -70,6 +86,7 @@ void fill_record(RequestRecord& rec, const RequestPlan& plan) {
   rec.prefix_tokens = 0;
   rec.prefix_hit = false;
   rec.document_tokens = rec.cached_document_tokens = rec.documents = rec.document_hits = rec.repeats = 0;
+  rec.in_flight_hits = 0;
   std::unordered_set<std::string> seen;
   for (const Placement& p : plan.placements) {
     if (p.kind == SegmentKind::Prefix) {
@@ -83,6 +100,7 @@ void fill_record(RequestRecord& rec, const RequestPlan& plan) {
         rec.repeats += 1;
       } else if (p.hit) {
         rec.document_hits += 1;
+        rec.in_flight_hits += p.in_flight ? 1 : 0;
         if (plan.mode == Mode::Block) rec.cached_document_tokens += p.tokens;
       }
     }
@@ -142,6 +160,7 @@ ServingResult run_scheduler(const Workload& workload, KvCacheManager& cache, Ste
   using HostClock = std::chrono::steady_clock;
   auto host_since = [](HostClock::time_point t) { return std::chrono::duration<double>(HostClock::now() - t).count(); };
 
+  const int64_t evicted_before = cache.blocks_evicted();  // a plan that fails may have evicted too
   executor.start();
   auto arrive = [&](double now) {
     if (wo.open_loop()) {
@@ -163,7 +182,6 @@ ServingResult run_scheduler(const Workload& workload, KvCacheManager& cache, Ste
   };
   auto preempt_newest = [&] {
     Live& victim = *live.back();
-    result.evictions += victim.plan.stats.blocks_evicted;
     release(victim, false);
     result.records[victim.request].preemptions += 1;
     result.preemptions += 1;
@@ -175,7 +193,6 @@ ServingResult run_scheduler(const Workload& workload, KvCacheManager& cache, Ste
     RequestRecord& rec = result.records[l.request];
     rec.finish_s = now;
     rec.output_tokens = l.generated;
-    result.evictions += l.plan.stats.blocks_evicted;
     result.bytes_copied += l.plan.stats.bytes_copied;
     release(l, true);
     ++finished;
@@ -244,6 +261,11 @@ ServingResult run_scheduler(const Workload& workload, KvCacheManager& cache, Ste
       l->items.push_back({&l->plan.prompt, true});
       l->reserved = growth;
       reserved_total += growth;
+      if (!l->plan.placements.empty() && l->plan.placements.front().kind == SegmentKind::Prefix &&
+          l->plan.placements.front().in_flight) {
+        l->awaited_prefix = l->plan.placements.front().segment;
+      }
+      l->awaits_complete = l->plan.awaits.empty();
       RequestRecord& rec = result.records[r];
       rec.admitted_s = now;
       fill_record(rec, l->plan);
@@ -258,6 +280,25 @@ ServingResult run_scheduler(const Workload& workload, KvCacheManager& cache, Ste
       }
       throw Error("serving scheduler: nothing runs and nothing can be admitted (internal error)");
     }
+
+    // A request sharing a segment whose encoder ended without it starts again (cannot happen
+    // while requests end newest first: a sharer is always newer than the encoder).
+    for (std::size_t i = 0; i < live.size();) {
+      Live& l = *live[i];
+      bool lost = false;
+      for (int64_t id : l.plan.awaits) lost = lost || (!cache.complete(id) && cache.abandoned(id));
+      if (!lost) {
+        ++i;
+        continue;
+      }
+      release(l, false);
+      result.records[l.request].preemptions += 1;
+      result.preemptions += 1;
+      ++returns;
+      waiting.push_front(l.request);
+      live.erase(live.begin() + std::ptrdiff_t(i));
+    }
+    if (live.empty()) continue;
 
     // One step: a batched decode of every decoding sequence, then prefill chunks to the budget.
     StepWork work;
@@ -296,7 +337,7 @@ ServingResult run_scheduler(const Workload& workload, KvCacheManager& cache, Ste
     std::vector<std::pair<Live*, int64_t>> encoded;            // segment complete after this step; -1: all pending
     for (auto& lp : live) {
       Live& l = *lp;
-      while (!l.decoding && budget > 0 && l.item < l.items.size()) {
+      while (!l.decoding && budget > 0 && l.item < l.items.size() && item_ready(l, cache)) {
         const Item& it = l.items[l.item];
         PrefillPiece piece;
         if (!it.task) {
@@ -343,8 +384,7 @@ ServingResult run_scheduler(const Workload& workload, KvCacheManager& cache, Ste
       if (segment >= 0) {
         cache.publish_encoded(l->plan, segment);
       } else {
-        const std::vector<int64_t> pending = l->plan.pending;
-        for (int64_t id : pending) cache.publish_encoded(l->plan, id);
+        cache.publish_encoded(l->plan);
       }
     }
     for (auto [l, piece] : prompts_done) {
@@ -352,10 +392,12 @@ ServingResult run_scheduler(const Workload& workload, KvCacheManager& cache, Ste
       l->last = work.prefill[piece].token;
       l->generated = 1;
       result.records[l->request].first_token_s = now;
+      if (options.keep_tokens) result.records[l->request].tokens = {l->last};
     }
     for (std::size_t i = 0; i < decoders.size(); ++i) {
       decoders[i]->last = work.decode_out[i];
       decoders[i]->generated += 1;
+      if (options.keep_tokens) result.records[decoders[i]->request].tokens.push_back(decoders[i]->last);
     }
     const PoolUsage usage = cache.usage();
     result.peak_blocks = std::max(result.peak_blocks, usage.in_use);
@@ -391,6 +433,7 @@ ServingResult run_scheduler(const Workload& workload, KvCacheManager& cache, Ste
   // Summary over the finished requests.
   std::vector<double> ttft, tpot, e2e;
   int64_t doc_tokens = 0, cached_doc_tokens = 0, docs = 0, doc_hits = 0, prefix_hits = 0, with_prefix = 0;
+  int64_t in_flight_hits = 0;
   int64_t all_tokens = 0, out_tokens = 0;
   double first_arrival = 1e300, last_finish = 0.0;
   int done = 0;
@@ -404,6 +447,7 @@ ServingResult run_scheduler(const Workload& workload, KvCacheManager& cache, Ste
     cached_doc_tokens += rec.cached_document_tokens;
     docs += rec.documents - rec.repeats;
     doc_hits += rec.document_hits;
+    in_flight_hits += rec.in_flight_hits;
     if (rec.prefix_tokens > 0) {
       ++with_prefix;
       prefix_hits += rec.prefix_hit ? 1 : 0;
@@ -417,6 +461,7 @@ ServingResult run_scheduler(const Workload& workload, KvCacheManager& cache, Ste
   result.hit_ratio_tokens = doc_tokens ? double(cached_doc_tokens) / double(doc_tokens) : 0.0;
   result.hit_ratio_documents = docs ? double(doc_hits) / double(docs) : 0.0;
   result.prefix_hit_ratio = with_prefix ? double(prefix_hits) / double(with_prefix) : 0.0;
+  result.in_flight_hit_ratio_documents = docs ? double(in_flight_hits) / double(docs) : 0.0;
   result.ttft_ms = percentiles(ttft);
   result.tpot_ms = percentiles(tpot);
   result.e2e_ms = percentiles(e2e);
@@ -426,6 +471,7 @@ ServingResult run_scheduler(const Workload& workload, KvCacheManager& cache, Ste
     result.output_tok_s = double(out_tokens) / result.makespan_s;
   }
   result.bytes_stored = cache.bytes_stored();
+  result.evictions = cache.blocks_evicted() - evicted_before;
   result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   if (executor.busy_s() > 0) result.host_fraction = host_s / executor.busy_s();
   return result;

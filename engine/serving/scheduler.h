@@ -5,7 +5,8 @@
 //   fit beside the growth reserved by every running request. A refused request waits and costs
 //   the cache nothing (KvCacheManager::estimate_admission is read-only).
 // - Copies are held by their request until it finishes (KvCacheManager's ephemeral segments).
-// - A segment is published (findable by later requests) as soon as its KV is complete.
+// - A segment is published (findable by later requests) as soon as its KV is complete; before
+//   that a later request shares it in flight and runs its copies and prompt once it is complete.
 // - Each step runs one batched decode launch for every decoding sequence and fills the rest of
 //   the per-step token budget with prefill chunks (document encodes, copies, the prompt), oldest
 //   admitted first.
@@ -28,6 +29,7 @@ struct SchedulerOptions {
   int step_tokens = 2048;   // tokens per step: decode sequences + prefill chunk tokens
   int max_running = 256;    // sequences admitted at once
   bool keep_samples = true; // ServingResult::samples
+  bool keep_tokens = false; // RequestRecord::tokens (tests compare runs token by token)
 };
 
 // Streams a run to a GUI or a recorder; called on the scheduler's thread.

@@ -23,9 +23,11 @@ struct RequestRecord {
   int cached_document_tokens = 0;  // of those, served from KV that was in the pool at admission
   int documents = 0, document_hits = 0;
   int repeats = 0;                 // a document placed again in the same request (not a hit)
+  int in_flight_hits = 0;          // of the hits, KV another running request was still encoding
   int output_tokens = 0;
   int preemptions = 0;
   int64_t bytes_copied = 0;
+  std::vector<int32_t> tokens;     // generated tokens, when SchedulerOptions::keep_tokens
   double ttft_ms() const { return 1e3 * (first_token_s - arrival_s); }
   double e2e_ms() const { return 1e3 * (finish_s - arrival_s); }
   double tpot_ms() const { return output_tokens > 1 ? 1e3 * (finish_s - first_token_s) / (output_tokens - 1) : 0.0; }
@@ -48,6 +50,8 @@ struct ServingResult {
   double hit_ratio_tokens = 0;     // cached document tokens / (document + query tokens)
   double hit_ratio_documents = 0;  // document uses served from cache / document uses
   double prefix_hit_ratio = 0;     // requests whose prefix was cached / requests
+  // Of hit_ratio_documents: document uses that shared an encode still running at admission.
+  double in_flight_hit_ratio_documents = 0;
   Percentiles ttft_ms, tpot_ms, e2e_ms;
   double throughput_tok_s = 0;  // (prompt + output tokens) / makespan
   double output_tok_s = 0;      // output tokens / makespan

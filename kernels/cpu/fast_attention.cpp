@@ -195,6 +195,100 @@ LZ_AVX512 void attend_avx512(const PagedAttentionParams& p, const RopeTable& rop
                              int visible, Scratch& s) {
   attend_group<Avx512Ops>(p, rope, token, kv_head, visible, s);
 }
+
+// Four keys' q.k at once: the four products' lanes summed by one transpose-and-add tree.
+LZ_AVX512 inline __m128 sum4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+  const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+  const __m512 abcd = _mm512_add_ps(_mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)),
+                                    _mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(abcd), _mm512_extractf32x8_ps(abcd, 1));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+// head_dim = 16 V (V <= 8): the query and a head's output stay in registers over a block's
+// keys (the generic path reloads and stores the output for every key).
+template <int V>
+LZ_AVX512 void attend_avx512_regs(const PagedAttentionParams& p, const RopeTable& rope, int token, int kv_head,
+                                  int visible, Scratch& s) {
+  constexpr int D = 16 * V;
+  const int G = p.num_heads / p.num_kv_heads;
+  const float scale = 1.0f / std::sqrt(float(D));
+  const int64_t m = p.q_positions[token];
+  const float* q_raw = p.q + (int64_t(token) * p.num_heads + int64_t(kv_head) * G) * D;
+  float* qrot = s.qrot.data();
+  float* acc = s.acc.data();
+  std::fill_n(acc, G * D, 0.0f);
+  for (int g = 0; g < G; ++g) {
+    s.row_max[g] = -INFINITY;
+    s.row_sum[g] = 0.0f;
+  }
+  int seen = 0;
+  int shift = 0;
+  bool rotated = false;
+  for (int b = 0; b < p.table_len && seen < visible; ++b) {
+    const BlockRef& ref = p.table[b];
+    if (!rotated || ref.shift != shift) {
+      // A run of blocks with one shift: the query rotated once by (m - shift).
+      shift = ref.shift;
+      rotated = true;
+      std::copy(q_raw, q_raw + G * D, qrot);
+      for (int g = 0; g < G; ++g) {
+        rope.rotate(qrot + g * D, m - shift);
+        Avx512Ops::scale(qrot + g * D, scale, D);
+      }
+    }
+    const int take = std::min(ref.valid, visible - seen);
+    const float* k = p.k_pool + pool_offset(ref.block, kv_head, 0, p.num_kv_heads, p.block_size, D);
+    const float* v = p.v_pool + pool_offset(ref.block, kv_head, 0, p.num_kv_heads, p.block_size, D);
+    for (int g = 0; g < G; ++g) {
+      __m512 q[V];
+      for (int c = 0; c < V; ++c) q[c] = _mm512_loadu_ps(qrot + g * D + 16 * c);
+      float* sc = s.scores.data();
+      int j = 0;
+      for (; j + 4 <= take; j += 4) {
+        const float* k0 = k + int64_t(j) * D;
+        __m512 a0 = _mm512_mul_ps(q[0], _mm512_loadu_ps(k0));
+        __m512 a1 = _mm512_mul_ps(q[0], _mm512_loadu_ps(k0 + D));
+        __m512 a2 = _mm512_mul_ps(q[0], _mm512_loadu_ps(k0 + 2 * D));
+        __m512 a3 = _mm512_mul_ps(q[0], _mm512_loadu_ps(k0 + 3 * D));
+        for (int c = 1; c < V; ++c) {
+          a0 = _mm512_fmadd_ps(q[c], _mm512_loadu_ps(k0 + 16 * c), a0);
+          a1 = _mm512_fmadd_ps(q[c], _mm512_loadu_ps(k0 + D + 16 * c), a1);
+          a2 = _mm512_fmadd_ps(q[c], _mm512_loadu_ps(k0 + 2 * D + 16 * c), a2);
+          a3 = _mm512_fmadd_ps(q[c], _mm512_loadu_ps(k0 + 3 * D + 16 * c), a3);
+        }
+        _mm_storeu_ps(sc + j, sum4(a0, a1, a2, a3));
+      }
+      for (; j < take; ++j) sc[j] = Avx512Ops::dot(qrot + g * D, k + int64_t(j) * D, D);
+      float block_max = -INFINITY;
+      for (j = 0; j < take; ++j) block_max = std::max(block_max, sc[j]);
+      float* out = acc + g * D;
+      if (block_max > s.row_max[g]) {
+        const float correction = std::exp(s.row_max[g] - block_max);
+        s.row_sum[g] *= correction;
+        Avx512Ops::scale(out, correction, D);
+        s.row_max[g] = block_max;
+      }
+      float* pr = s.probs.data();
+      s.row_sum[g] += Avx512Ops::exp_shifted(sc, pr, take, s.row_max[g]);
+      __m512 o[V];
+      for (int c = 0; c < V; ++c) o[c] = _mm512_loadu_ps(out + 16 * c);
+      for (j = 0; j < take; ++j) {
+        const __m512 pj = _mm512_set1_ps(pr[j]);
+        const float* vj = v + int64_t(j) * D;
+        for (int c = 0; c < V; ++c) o[c] = _mm512_fmadd_ps(pj, _mm512_loadu_ps(vj + 16 * c), o[c]);
+      }
+      for (int c = 0; c < V; ++c) _mm512_storeu_ps(out + 16 * c, o[c]);
+    }
+    seen += take;
+  }
+  for (int g = 0; g < G; ++g) {
+    float* out = p.out + (int64_t(token) * p.num_heads + int64_t(kv_head) * G + g) * D;
+    const float inv = 1.0f / s.row_sum[g];
+    for (int d = 0; d < D; ++d) out[d] = acc[g * D + d] * inv;
+  }
+}
 LZ_AVX2 void attend_avx2(const PagedAttentionParams& p, const RopeTable& rope, int token, int kv_head,
                          int visible, Scratch& s) {
   attend_group<Avx2Ops>(p, rope, token, kv_head, visible, s);
@@ -283,7 +377,11 @@ void fast_paged_attention(const PagedAttentionParams& p, const RopeTable& rope, 
   const int D = p.head_dim, G = p.num_heads / p.num_kv_heads;
   auto* attend = &attend_scalar;
 #ifdef LAZYSCOPE_X86
-  if (isa == Isa::Avx512 && D % 16 == 0) attend = &attend_avx512;
+  if (isa == Isa::Avx512 && D == 64) attend = &attend_avx512_regs<4>;
+  else if (isa == Isa::Avx512 && D == 128) attend = &attend_avx512_regs<8>;
+  else if (isa == Isa::Avx512 && D == 32) attend = &attend_avx512_regs<2>;
+  else if (isa == Isa::Avx512 && D == 16) attend = &attend_avx512_regs<1>;
+  else if (isa == Isa::Avx512 && D % 16 == 0) attend = &attend_avx512;
   else if (isa >= Isa::Avx2 && D % 8 == 0) attend = &attend_avx2;
 #endif
   const int64_t work = int64_t(p.n) * p.num_kv_heads;
@@ -291,17 +389,19 @@ void fast_paged_attention(const PagedAttentionParams& p, const RopeTable& rope, 
   // prefill), and a decode step has only as many items as KV heads.
   const int chunks = int(std::min<int64_t>(work, pool.threads() == 1 ? 1 : 64 * pool.threads()));
   pool.run_chunks(chunks, [&](int chunk) {
+    // A thread's scratch outlives the call: each buffer grows to this call's own need (a group
+    // larger than the last call's, with a smaller head_dim, overflowed row_max when only qrot's
+    // size was checked).
     thread_local Scratch s;
-    if (s.qrot.size() < std::size_t(G * D)) {
-      s.qrot.resize(std::size_t(G * D));
-      s.acc.resize(std::size_t(G * D));
-      s.row_max.resize(std::size_t(G));
-      s.row_sum.resize(std::size_t(G));
-    }
-    if (s.scores.size() < std::size_t(p.block_size)) {
-      s.scores.resize(std::size_t(p.block_size) + 16);
-      s.probs.resize(std::size_t(p.block_size) + 16);
-    }
+    auto at_least = [](std::vector<float>& v, std::size_t n) {
+      if (v.size() < n) v.resize(n);
+    };
+    at_least(s.qrot, std::size_t(G) * D);
+    at_least(s.acc, std::size_t(G) * D);
+    at_least(s.row_max, std::size_t(G));
+    at_least(s.row_sum, std::size_t(G));
+    at_least(s.scores, std::size_t(p.block_size) + 16);
+    at_least(s.probs, std::size_t(p.block_size) + 16);
     for (int64_t w = chunk; w < work; w += chunks) {
       const int token = int(w / p.num_kv_heads), kv_head = int(w % p.num_kv_heads);
       attend(p, rope, token, kv_head, prior + token + 1, s);

@@ -31,9 +31,10 @@ TEST(JsonNumberOverflow, EveryJsonLoaderNamesTheFile) {
       {CorpusFormat::triviaqa, R"({"Data":[{"QuestionId":1e999}]})"},
       {CorpusFormat::jsonl, "{\"id\":\"a\",\"text\":\"x\",\"n\":9e9999}\n"},
   };
-  for (const auto& [format, text] : cases) {
+  for (const auto& c : cases) {
+    const CorpusFormat format = c.first;  // a named copy: clang 14 lambdas cannot capture bindings
     const auto file =
-        dir.write("overflow-" + std::string(corpus_format_name(format)) + ".json", text);
+        dir.write("overflow-" + std::string(corpus_format_name(format)) + ".json", c.second);
     const std::string e = error_of([&] { load_corpus(file, format); });
     EXPECT_EQ(e.find("not a lazyscope::Error"), std::string::npos) << e;
     EXPECT_NE(e.find(file.filename().string()), std::string::npos) << e;

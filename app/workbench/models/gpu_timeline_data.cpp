@@ -157,7 +157,9 @@ void GpuTimelineData::build(const SessionRecording& recording) {
       const HostRange& r = recording.ranges[order[k]].range;
       if (k == 0 || r.thread_id != thread) open.clear();
       thread = r.thread_id;
-      while (!open.empty() && open.back() <= r.start_ns) open.pop_back();
+      // Enclosing ranges are those still open that also outlast this one (push/pop ranges nest;
+      // a range overlapping another's end, from some other tool, sits beside it instead).
+      while (!open.empty() && (open.back() <= r.start_ns || open.back() < r.end_ns)) open.pop_back();
       nvtx_depth[order[k]] = int(open.size());
       open.push_back(std::max(r.start_ns, r.end_ns));
     }

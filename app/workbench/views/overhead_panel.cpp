@@ -148,7 +148,10 @@ void OverheadPanel::rebuild() {
     const QStringList cells = {
         QStringLiteral("%1 (%2)").arg(QString::fromStdString(r.backend), QString::fromStdString(r.device)),
         QString::fromStdString(r.kernel),
-        QStringLiteral("%1 (%2/%3/%4)").arg(QString::fromStdString(r.shape)).arg(r.num_heads).arg(r.num_kv_heads).arg(r.head_dim),
+        // A catalogue name gets its numbers beside it; "H/KV/D" is its own description.
+        QStringLiteral("%1/%2/%3").arg(r.num_heads).arg(r.num_kv_heads).arg(r.head_dim) == QString::fromStdString(r.shape)
+            ? QString::fromStdString(r.shape)
+            : QStringLiteral("%1 (%2/%3/%4)").arg(QString::fromStdString(r.shape)).arg(r.num_heads).arg(r.num_kv_heads).arg(r.head_dim),
         QString::number(r.batch),
         QString::number(r.context),
         QString::number(r.plain_us, 'f', 2),

@@ -258,3 +258,29 @@ TEST(KernelStatsView, SortsNumericallyByAnyColumn) {
 
 }  // namespace
 }  // namespace lazyscope::workbench
+
+namespace lazyscope::workbench {
+namespace {
+
+TEST(GpuTimelineData, NvtxDepthFollowsTheNestingNotTheOverlap) {
+  SessionRecording r;
+  auto add = [&](const char* name, int64_t a, int64_t b) {
+    RecordedRange x;
+    x.range = {name, a, b, 5, 0};  // the depth as a report stores it: none
+    r.ranges.push_back(x);
+  };
+  add("request", 0, 1000);
+  add("decode step 1", 100, 400);
+  add("inner", 150, 200);
+  add("decode step 2", 400, 900);  // starts where step 1 ended: a sibling
+  add("overlaps", 850, 1200);      // outlasts the request: beside it, not inside
+  const GpuTimelineData d(r);
+  ASSERT_EQ(d.rows().size(), 3u);
+  EXPECT_EQ(d.rows()[0].items.size(), 2u);  // request, overlaps
+  EXPECT_EQ(d.rows()[1].items.size(), 2u);  // the two decode steps
+  EXPECT_EQ(d.rows()[2].items.size(), 1u);  // inner
+  EXPECT_EQ(d.rows()[2].title, "NVTX · depth 2");
+}
+
+}  // namespace
+}  // namespace lazyscope::workbench

@@ -1,5 +1,5 @@
 // ServingObserver's pool hooks: the run's cache once before the first step, and the cache's block
-// events, whose evictions add up to the result's count.
+// events, whose evictions add up to the result's count (the Workload Lab's small workload).
 #include <gtest/gtest.h>
 
 #include "engine/events/events.h"
@@ -47,18 +47,20 @@ TEST(ServingObserver, SeesTheCacheAndItsBlockEvents) {
   config.synthetic = "llama-3.2-1b";
   ServingEngine engine(config);
   WorkloadOptions w;
-  w.documents = 30;
-  w.doc_tokens = 256;
+  w.documents = 40;
+  w.doc_tokens = 512;
   w.docs_per_request = 4;
-  w.zipf = 1.0;
-  w.requests = 60;
-  w.concurrency = 6;
+  w.zipf = 1.2;
+  w.requests = 120;
+  w.concurrency = 8;
+  w.seed = 7;
   w.vocab_size = engine.shape().vocab_size;
   const Workload workload = make_workload(w);
-  for (Policy policy : {Policy::Materialized, Policy::Lazy}) {
+  for (Policy policy : all_policies()) {
     PoolObserver o;
     o.expected_policy = to_string(policy);
-    const ServingResult r = engine.run(workload, 96ll << 20, policy, SchedulerOptions{}, &o);
+    SCOPED_TRACE(to_string(policy));
+    const ServingResult r = engine.run(workload, 256ll << 20, policy, SchedulerOptions{}, &o);
     EXPECT_EQ(o.starts, 1);
     EXPECT_EQ(o.ends, 1);
     EXPECT_EQ(o.held_at_end, 0);
@@ -66,9 +68,13 @@ TEST(ServingObserver, SeesTheCacheAndItsBlockEvents) {
     EXPECT_EQ(o.steps, r.steps);
     EXPECT_EQ(o.mismatches, 0);
     EXPECT_EQ(o.foreign, 0);
-    EXPECT_GT(r.evictions, 0) << "the budget should be tight enough to evict";
-    EXPECT_EQ(o.evicted, r.evictions);
-    if (policy == Policy::Materialized) {
+    // The cache's own Evicted events and the result's count agree for every policy, plans
+    // refused after evicting included (positional's once disagreed: 11,840 vs 11,648 here).
+    if (policy != Policy::None) {
+      EXPECT_GT(r.evictions, 0) << "the budget should be tight enough to evict";
+    }
+    EXPECT_EQ(o.evicted, r.evictions) << to_string(policy);
+    if (policy == Policy::Materialized || policy == Policy::Positional) {
       EXPECT_GT(o.copied, 0);
     } else {
       EXPECT_EQ(o.copied, 0);

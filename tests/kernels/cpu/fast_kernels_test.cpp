@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cmath>
 #include <random>
 
@@ -164,6 +166,53 @@ TEST(FastAttention, MatchesTheReferenceWithShiftsAtEveryIsaLevel) {
   }
 }
 
+// One thread's scratch serves calls of different shapes: a wider GQA group after a larger
+// head_dim (3 x 64 floats, then 16 x 8) must not write past the group's row buffers
+// (AddressSanitizer flagged it in the sanitized suite); the result still matches the reference.
+TEST(FastAttention, AThreadsScratchFitsEveryShapeInTurn) {
+  cpu::ThreadPool pool(1);  // every call on this thread, with its one scratch
+  for (auto [heads, kv_heads, head_dim] : {std::array{6, 2, 64}, std::array{32, 2, 8}, std::array{4, 4, 32}}) {
+    const int block_size = 4, blocks = 3, n = 2;
+    RopeParams rope;
+    const std::vector<float> inv_freq = rope_inv_freq(rope, head_dim);
+    const std::size_t pool_size = std::size_t(blocks) * kv_heads * block_size * head_dim;
+    const std::vector<float> k_pool = random_values(pool_size, 7), v_pool = random_values(pool_size, 8);
+    const std::vector<float> q = random_values(std::size_t(n) * heads * head_dim, 9);
+    const std::vector<BlockRef> table = {{0, 0, 4}, {2, 3, 4}, {1, 0, 2}};
+    const std::vector<int32_t> positions = {8, 9};
+    cpu::PagedAttentionParams p;
+    p.q = q.data();
+    p.q_positions = positions.data();
+    p.k_pool = k_pool.data();
+    p.v_pool = v_pool.data();
+    p.table = table.data();
+    p.table_len = int(table.size());
+    p.n = n;
+    p.num_heads = heads;
+    p.num_kv_heads = kv_heads;
+    p.head_dim = head_dim;
+    p.block_size = block_size;
+    p.inv_freq = inv_freq.data();
+    p.lazy = true;
+    std::vector<float> expected(q.size());
+    p.out = expected.data();
+    cpu::paged_attention(p);
+    cpu::RopeTable table_rope;
+    table_rope.reset(inv_freq.data(), head_dim);
+    int64_t lo, hi;
+    cpu::attention_rotation_range(p, &lo, &hi);
+    table_rope.cover(lo, hi);
+    for (cpu::Isa isa : isa_levels()) {
+      std::vector<float> out(q.size(), NAN);
+      p.out = out.data();
+      cpu::fast_paged_attention(p, table_rope, pool, isa);
+      double worst = 0.0;
+      for (std::size_t i = 0; i < out.size(); ++i) worst = std::max(worst, double(std::fabs(out[i] - expected[i])));
+      EXPECT_LE(worst, 2e-5) << cpu::isa_name(isa) << " " << heads << "/" << kv_heads << "/" << head_dim;
+    }
+  }
+}
+
 TEST(ThreadPool, RunsEveryWorkerAndSplitsRanges) {
   cpu::ThreadPool pool(3);
   std::vector<int> hits(1000, 0);
@@ -177,6 +226,19 @@ TEST(ThreadPool, RunsEveryWorkerAndSplitsRanges) {
   std::vector<int> ran(3, 0);
   pool.run([&](int w) { ran[w] = 1; });
   EXPECT_EQ(ran, std::vector<int>({1, 1, 1}));
+}
+
+TEST(ThreadPool, RunsEveryChunkExactlyOnceOverManyJobs) {
+  // Thousands of short jobs back to back, of two sizes: every chunk runs once, none is lost or
+  // repeated by a worker that wakes late, and run_chunks returns only when all are done.
+  cpu::ThreadPool pool(3);
+  std::vector<std::atomic<int>> counts(37);
+  const int rounds = 3000;
+  for (int round = 0; round < rounds; ++round) {
+    pool.run_chunks(round % 2 == 0 ? 37 : 5, [&](int c) { counts[std::size_t(c)].fetch_add(1); });
+  }
+  for (int c = 0; c < 37; ++c) EXPECT_EQ(counts[std::size_t(c)].load(), c < 5 ? rounds : rounds / 2) << "chunk " << c;
+  EXPECT_THROW(pool.run_chunks(cpu::ThreadPool::kMaxChunks + 1, [](int) {}), Error);
 }
 
 // One forward of the same numbers through both backends: Q4_1 weights dequantized for the exact one.
