@@ -11,6 +11,7 @@
 #include "base/limits.h"
 #include "engine/kv/cache_manager.h"
 #include "engine/model/model_loader.h"
+#include "engine/serving/scheduler.h"
 #include "kernels/synthetic_shapes.h"
 
 namespace lazyscope {
@@ -54,6 +55,42 @@ struct DeviceStep {
   }
   DeviceStep(const DeviceStep&) = delete;  // `step` views this object's own arrays
   DeviceStep& operator=(const DeviceStep&) = delete;
+};
+
+// The serving scheduler's steps on one policy's share of the backend's pool: its block ids and
+// slots are the cache manager's, shifted into [first_block, first_block + blocks).
+class PoolExecutor final : public StepExecutor {
+ public:
+  PoolExecutor(Backend& backend, int first_block, int block_size)
+      : inner_(make_backend_executor(backend)), first_block_(first_block), slot_offset_(first_block * block_size) {}
+  std::string mode() const override { return inner_->mode(); }
+  double now_s() override { return inner_->now_s(); }
+  void start() override { inner_->start(); }
+  void wait_until(double t_s) override { inner_->wait_until(t_s); }
+  double busy_s() const override { return inner_->busy_s(); }
+  void run(StepWork& work) override {
+    for (PrefillPiece& p : work.prefill) {
+      for (int32_t& s : p.slots) s += slot_offset_;
+      shift(p.table);
+      for (BlockCopy& c : p.copies) {
+        c.src += first_block_;
+        c.dst += first_block_;
+      }
+    }
+    for (auto& slots : work.decode_slots) {
+      for (int32_t& s : slots) s += slot_offset_;
+    }
+    for (auto& table : work.decode_tables) shift(table);
+    inner_->run(work);
+  }
+
+ private:
+  void shift(std::vector<BlockRef>& table) const {
+    for (BlockRef& r : table) r.block += first_block_;
+  }
+  std::unique_ptr<StepExecutor> inner_;
+  int first_block_ = 0;
+  int32_t slot_offset_ = 0;
 };
 
 }  // namespace
@@ -221,6 +258,13 @@ PreparedRequest Session::prepare(const Request& request, const PreparationOption
 
 RunResult Session::submit(const Request& request, const RunOptions& options, const TokenCallback& on_token) {
   return submit(prepare(request), options, on_token);
+}
+
+ServingResult Session::serve(const Workload& workload, const SchedulerOptions& options, ServingObserver* observer,
+                             const std::atomic<bool>* cancel) {
+  PolicyPool& pool = impl_->pool(options.policy);
+  PoolExecutor executor(*impl_->backend, pool.first_block, pool.cache->block_size());
+  return run_scheduler(workload, *pool.cache, executor, options, observer, cancel);
 }
 
 RunResult Session::submit(const PreparedRequest& prepared, const RunOptions& options, const TokenCallback& on_token) {

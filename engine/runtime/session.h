@@ -24,6 +24,10 @@ namespace lazyscope {
 struct LoadedModel;
 class Tokenizer;
 struct ModelConfig;
+struct Workload;
+struct SchedulerOptions;
+class ServingObserver;
+struct ServingResult;
 
 
 // Every policy a session serves (all_policies(), engine/kv/policy.h) gets its own KV pool of the
@@ -97,6 +101,11 @@ class Session {
   RunResult submit(const PreparedRequest& prepared, const RunOptions& options, const TokenCallback& on_token = {});
   // submit(prepare(request)): the default preparation (chat template auto).
   RunResult submit(const Request& request, const RunOptions& options, const TokenCallback& on_token = {});
+  // Serves every request of `workload` through the serving scheduler (continuous batching, one
+  // batched decode launch per step; engine/serving/scheduler.h) on this session's backend and the
+  // KV pool and history of options.policy, under options.mode. Greedy tokens only (no logits).
+  ServingResult serve(const Workload& workload, const SchedulerOptions& options, ServingObserver* observer = nullptr,
+                      const std::atomic<bool>* cancel = nullptr);
 
   const ModelConfig& config() const;
   const Tokenizer& tokenizer() const;

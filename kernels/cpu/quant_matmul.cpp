@@ -395,6 +395,67 @@ LZ_AVX512 void expand_rows(const uint8_t* const* rows, int pairs, ExpandedPair* 
 
 constexpr int kTokenTile = 4;
 
+// Prompts: sixteen weight rows per 512-bit register, one 32-bit lane per row. A block's codes
+// are laid out as eight registers, register c holding elements 4c..4c+3 of every row, so eight
+// vpdpbusd against the token's four bytes broadcast give each lane its row's whole block dot.
+// The scaling then costs four vector operations for sixteen rows (the pair kernel above spends
+// them on every row's partial sums), and a tile of tokens stores sixteen outputs at once.
+constexpr int kWideRows = 16;
+
+struct WideBlock {
+  uint8_t u[8][64];  // u[c][4 r + i] = element 4c + i of row r
+  float dw[kWideRows];
+  float mw[kWideRows];
+};
+
+template <WeightFormat F>
+LZ_AVX512 void expand_wide(const uint8_t* const* rows, int blocks, WideBlock* wide) {
+  alignas(64) uint8_t codes[64];
+  alignas(64) float dws[16], mws[16];
+  for (int r = 0; r < kWideRows; ++r) {
+    for (int b = 0; b < blocks; b += 2) {
+      const uint8_t* blk = rows[r] + std::size_t(b) * layout_of(F).bytes;
+      _mm512_store_si512(codes, expand_pair<F>(blk));
+      __m512 dw, mw;
+      scales_pair<F>(blk, dw, mw);
+      _mm512_store_ps(dws, dw);
+      _mm512_store_ps(mws, mw);
+      for (int h = 0; h < 2; ++h) {
+        WideBlock& w = wide[b + h];
+        for (int c = 0; c < 8; ++c) std::memcpy(&w.u[c][4 * r], codes + 32 * h + 4 * c, 4);
+        w.dw[r] = dws[8 * h];
+        w.mw[r] = mws[8 * h];
+      }
+    }
+  }
+}
+
+template <int TB>
+LZ_AVX512 void wide_tile(const WideBlock* wide, const MatmulInput& in, int t0, int r0, float* out, int64_t stride) {
+  const int blocks = in.k / kQK;
+  __m512 acc[TB];
+  for (int j = 0; j < TB; ++j) acc[j] = _mm512_setzero_ps();
+  for (int b = 0; b < blocks; ++b) {
+    const WideBlock& w = wide[b];
+    __m512i u[8];
+    for (int c = 0; c < 8; ++c) u[c] = _mm512_loadu_si512(w.u[c]);
+    const __m512 dw = _mm512_loadu_ps(w.dw), mw = _mm512_loadu_ps(w.mw);
+    for (int j = 0; j < TB; ++j) {
+      const std::size_t t = std::size_t(t0 + j);
+      const int8_t* y = in.q.data() + t * in.k + std::size_t(b) * kQK;
+      __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+      for (int c = 0; c < 8; c += 2) {
+        s0 = _mm512_dpbusd_epi32(s0, u[c], _mm512_set1_epi32(int(load_u32(reinterpret_cast<const uint8_t*>(y + 4 * c)))));
+        s1 = _mm512_dpbusd_epi32(s1, u[c + 1], _mm512_set1_epi32(int(load_u32(reinterpret_cast<const uint8_t*>(y + 4 * c + 4)))));
+      }
+      const float dy = in.scale[t * blocks + b], sy = 8.0f * in.sum_eighth[t * blocks + b];
+      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), _mm512_mul_ps(dw, _mm512_set1_ps(dy)), acc[j]);
+      acc[j] = _mm512_fmadd_ps(mw, _mm512_set1_ps(sy), acc[j]);
+    }
+  }
+  for (int j = 0; j < TB; ++j) _mm512_storeu_ps(out + (t0 + j) * stride + r0, acc[j]);
+}
+
 template <WeightFormat F>
 LZ_AVX512 void matmul_q8_avx512(const PackedMatrix& w, const MatmulInput& in, int r0, int r1,
                                 float* out, int64_t stride) {
@@ -405,6 +466,19 @@ LZ_AVX512 void matmul_q8_avx512(const PackedMatrix& w, const MatmulInput& in, in
   const bool expand = in.n >= kTokenTile;
   if (expand && buffer.size() < std::size_t(RB) * pairs) buffer.resize(std::size_t(RB) * pairs);
   int r = r0;
+  const int blocks = in.k / kQK;
+  if (expand && blocks % 2 == 0) {
+    thread_local std::vector<WideBlock> wide;
+    if (wide.size() < std::size_t(blocks)) wide.resize(std::size_t(blocks));
+    for (; r + kWideRows <= r1; r += kWideRows) {
+      const uint8_t* rows[kWideRows];
+      for (int i = 0; i < kWideRows; ++i) rows[i] = w.row(r + i);
+      expand_wide<F>(rows, blocks, wide.data());
+      int t = 0;
+      for (; t + kTokenTile <= in.n; t += kTokenTile) wide_tile<kTokenTile>(wide.data(), in, t, r, out, stride);
+      for (; t < in.n; ++t) wide_tile<1>(wide.data(), in, t, r, out, stride);
+    }
+  }
   for (; r + RB <= r1; r += RB) {
     const uint8_t* rows[RB];
     for (int i = 0; i < RB; ++i) rows[i] = w.row(r + i);
@@ -443,6 +517,21 @@ LZ_AVX512 float dot_f32_avx512(const float* a, const float* b, int n) {
   float s = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
   for (; i < n; ++i) s += a[i] * b[i];
   return s;
+}
+
+// One block of 32 activations to int8, the scalar code's rounding (nearest, ties to even, as
+// nearbyint in the default mode), so both give the same codes and scales.
+LZ_AVX512 void quantize_block_avx512(const float* x, int8_t* q, float* scale, float* sum_eighth) {
+  const __m512 a = _mm512_loadu_ps(x), b = _mm512_loadu_ps(x + 16);
+  const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(b)));
+  const float d = amax / 127.0f;
+  const float id = d > 0.0f ? 1.0f / d : 0.0f;
+  const __m512i qa = _mm512_cvtps_epi32(_mm512_mul_ps(a, _mm512_set1_ps(id)));
+  const __m512i qb = _mm512_cvtps_epi32(_mm512_mul_ps(b, _mm512_set1_ps(id)));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtepi32_epi8(qa));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16), _mm512_cvtepi32_epi8(qb));
+  *scale = d;
+  *sum_eighth = d * float(_mm512_reduce_add_epi32(_mm512_add_epi32(qa, qb))) / 8.0f;
 }
 
 #endif  // LAZYSCOPE_X86
@@ -526,6 +615,17 @@ void reset_input(MatmulInput& in, const float* x, int n, int k) {
 void quantize_input_rows(MatmulInput& in, int row_begin, int row_end) {
   if (in.k % kQK != 0) return;
   const int blocks = in.k / kQK;
+#if defined(LAZYSCOPE_X86)
+  if (active_isa() == Isa::Avx512) {
+    for (int t = row_begin; t < row_end; ++t) {
+      for (int b = 0; b < blocks; ++b) {
+        const std::size_t at = std::size_t(t) * in.k + std::size_t(b) * kQK, block = std::size_t(t) * blocks + b;
+        quantize_block_avx512(in.x + at, in.q.data() + at, &in.scale[block], &in.sum_eighth[block]);
+      }
+    }
+    return;
+  }
+#endif
   for (int t = row_begin; t < row_end; ++t) {
     for (int b = 0; b < blocks; ++b) {
       const float* x = in.x + std::size_t(t) * in.k + b * kQK;

@@ -63,7 +63,7 @@ TEST_P(FastMatmul, MatchesTheDequantizedProductAtEveryIsaLevel) {
     double round_trip = 0.0;
     for (std::size_t i = 0; i < w.size(); ++i) round_trip = std::max(round_trip, double(std::fabs(w[i] - wd[i])));
     EXPECT_LT(round_trip, 0.05 * 0.6) << weight_format_info(format)->name;
-    for (int n : {1, 3, 9}) {
+    for (int n : {1, 3, 9, 21}) {
       const std::vector<float> x = random_values(std::size_t(n) * cols, 11 + n);
       std::vector<double> expected(std::size_t(n) * rows);
       double largest = 0.0;
@@ -106,6 +106,27 @@ INSTANTIATE_TEST_SUITE_P(Formats, FastMatmul,
                                            WeightFormat::Q5_1, WeightFormat::Q8_0, WeightFormat::F16,
                                            WeightFormat::BF16, WeightFormat::F32),
                          [](const auto& info) { return std::string(weight_format_info(info.param)->name); });
+
+TEST(FastMatmul, ActivationQuantizationIsTheSameAtEveryIsaLevel) {
+  const int n = 5, cols = 96;
+  std::vector<float> x = random_values(std::size_t(n) * cols, 3);
+  for (int j = 0; j < 32; ++j) x[std::size_t(j)] = 0.0f;                   // an all-zero block
+  for (int j = 0; j < 32; ++j) x[std::size_t(32 + j)] = float(j - 16) * 0.5f;  // halfway cases
+  std::vector<cpu::MatmulInput> inputs;
+  for (cpu::Isa isa : isa_levels()) {
+    cpu::set_isa_limit(isa);
+    cpu::MatmulInput in;
+    cpu::reset_input(in, x.data(), n, cols);
+    cpu::quantize_input_rows(in, 0, n);
+    inputs.push_back(std::move(in));
+  }
+  cpu::set_isa_limit(cpu::detected_isa());
+  for (std::size_t i = 1; i < inputs.size(); ++i) {
+    EXPECT_EQ(inputs[i].q, inputs[0].q) << cpu::isa_name(cpu::Isa(i));
+    EXPECT_EQ(inputs[i].scale, inputs[0].scale) << cpu::isa_name(cpu::Isa(i));
+    EXPECT_EQ(inputs[i].sum_eighth, inputs[0].sum_eighth) << cpu::isa_name(cpu::Isa(i));
+  }
+}
 
 TEST(FastMatmul, RejectsAMismatchedWidth) {
   const std::vector<float> w = random_values(4 * 64, 1);
