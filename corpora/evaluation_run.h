@@ -51,7 +51,11 @@ struct EvalOptions {
   int max_new_tokens = 24;  // answers are short
   std::string system;       // system text; empty: the chat template's default (none when plain)
   ChatMode chat = ChatMode::Auto;  // the model's chat template: auto (when it has one), on, off
+  // Questions in flight per configuration. > 1: through the serving scheduler (continuous
+  // batching, batched decode; Session::serve); 1: one request at a time (Session::submit).
+  int concurrency = 8;
 };
+inline constexpr int kMaxEvalConcurrency = 256;
 
 // The engine's equivalence verdict (engine/runtime/equivalence.h) for block/lazy vs
 // block/materialized on one question, as the report keeps it.
@@ -103,8 +107,9 @@ struct ConfigSummary {
   double token_hit_ratio = 0.0;     // prompt tokens served from cache / prompt tokens
   double document_hit_ratio = 0.0;  // placed documents found cached / placed documents
   double ttft_p50_ms = 0.0;
-  double output_tokens_per_s = 0.0;  // generated tokens / request time
-  double all_tokens_per_s = 0.0;     // (prompt + generated tokens) / request time
+  double output_tokens_per_s = 0.0;  // generated tokens / the configuration's seconds
+  double all_tokens_per_s = 0.0;     // (prompt + generated tokens) / the configuration's seconds
+  double seconds = 0.0;              // EvalReport::config_seconds (0 when unknown)
 };
 
 // Questions whose lazy and materialized answers differ beyond a near-tie, and the near-ties.
@@ -123,10 +128,14 @@ struct EvalReport {
   std::string corpus;
   std::string model;
   std::string backend;
+  std::string device;         // Session::device(), e.g. "CPU fast (AVX2), 8 threads"
   std::string chat_template;  // "chatml", "plain", ... or "off"
   EvalOptions options;
   std::vector<EvalConfig> configs;
   std::vector<QuestionResult> questions;  // those finished, in question-set order
+  // Per configuration: seconds its requests took (sequential: the sum of request times;
+  // batched: the serving runs' wall time). Output tokens/s divide by this.
+  std::vector<double> config_seconds;
   int planned_questions = 0;
   bool cancelled = false;
   double wall_seconds = 0.0;
@@ -134,6 +143,10 @@ struct EvalReport {
   std::vector<ConfigSummary> summaries() const;
   int config_index(Mode mode, Policy policy) const;  // -1 when absent
   IdentityVerdict identity() const;
+  // True when the run used the CPU's exact fp32 reference, where lazy and materialized must
+  // agree within 1e-4 (the fast CPU kernels quantize activations to int8, so the two policies'
+  // rounding differences grow to whole-logit differences there; the GPU computes in bf16).
+  bool exact_cpu() const;
   // Exact match (containment) of full attention minus that of block attention, in points
   // (0..100), when both ran: full/none (else full/prefix) against block/lazy (else the first
   // block configuration).
@@ -181,8 +194,12 @@ class EvaluationRunner {
 
   // Runs every question under every configuration on `session`, whose per-policy KV pools give
   // each policy its own pool and history (the session must serve every configuration's
-  // policy). Questions run one by one, each under every configuration; `cancel` stops after
-  // the current request and keeps the finished questions.
+  // policy). With options.concurrency 1 the questions run one by one, each under every
+  // configuration. Above 1 they run in rounds of up to 4 x concurrency questions: each
+  // configuration serves the round's questions through the serving scheduler with
+  // `concurrency` of them in flight (Session::serve); a question whose lazy and materialized
+  // tokens differ is run again one at a time, logits kept, for the near-tie verdict. `cancel`
+  // stops the current request (the round) and keeps the finished questions.
   EvalReport run(Session& session, const EvalProgressFn& progress = {},
                  const std::atomic<bool>* cancel = nullptr);
   // The distinct policies of the configurations (what the session must serve).
@@ -196,6 +213,13 @@ class EvaluationRunner {
   std::vector<Document> retrieve(const Question& question) const;
 
  private:
+  void run_sequential(Session& session, EvalReport& report, const EvalProgressFn& progress,
+                      const std::atomic<bool>* cancel);
+  void run_batched(Session& session, EvalReport& report, const EvalProgressFn& progress,
+                   const std::atomic<bool>* cancel);
+  // A QuestionResult with its passages and recall, answers not yet run.
+  QuestionResult start_question(const Question& question) const;
+
   const DocumentStore& store_;
   QuestionSet questions_;
   std::vector<EvalConfig> configs_;

@@ -9,10 +9,7 @@
 #include <vector>
 
 #include "app/cli/commands.h"
-#include "engine/model/config.h"
-#include "engine/model/gguf_file.h"
-#include "engine/model/gguf_tokenizer.h"
-#include "engine/model/hf_special_tokens.h"
+#include "engine/model/tokenizer_loader.h"
 #include "engine/model/model_registry.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "base/error.h"
@@ -38,24 +35,7 @@ fs::path resolve_model(const std::string& model) {
   throw Error(model + ": no such model directory, .gguf file, or installed model name");
 }
 
-// tokenizer.json of an HF directory (BOS/EOS from its config files, as the model loader reads
-// them) or the tokenizer embedded in a .gguf file.
-Tokenizer load_tokenizer_only(const std::string& model) {
-  const fs::path path = resolve_model(model);
-  if (fs::is_regular_file(path)) return load_gguf_tokenizer(GgufFile::open(path));
-  const fs::path tokenizer_path = path / "tokenizer.json";
-  const std::string tokenizer_text = read_whole_file(tokenizer_path, "tokenizer");
-  Tokenizer tokenizer = Tokenizer::from_json(tokenizer_text, tokenizer_path.string());
-  if (!fs::exists(path / "config.json")) return tokenizer;
-  const ModelConfig config = load_model_config(path / "config.json");
-  HfSpecialTokens special = read_hf_special_tokens(
-      path, config, tokenizer_text,
-      [&tokenizer](std::string_view text) { return tokenizer.token_id(text); });
-  if (special.bos_id < 0) special.bos_id = tokenizer.bos_id();
-  if (special.eos_ids.empty()) special.eos_ids = tokenizer.eos_ids();
-  tokenizer.set_special_tokens(special.bos_id, special.eos_ids, special.add_bos);
-  return tokenizer;
-}
+Tokenizer load_tokenizer_of(const std::string& model) { return load_tokenizer_only(resolve_model(model)); }
 
 // Ids given as one JSON array, or as integers separated by spaces or commas.
 std::vector<int32_t> parse_ids(const std::vector<std::string>& arguments) {
@@ -113,7 +93,7 @@ void run_tokenize(const TokenizeOptions& options) {
     throw Error("tokenize: give TEXT or --file, not both");
   const std::string text =
       options.file.empty() ? options.text : read_whole_file(options.file, "text file");
-  const Tokenizer tokenizer = load_tokenizer_only(options.model);
+  const Tokenizer tokenizer = load_tokenizer_of(options.model);
   std::vector<int32_t> ids;
   if (options.bos && tokenizer.add_bos()) ids.push_back(tokenizer.bos_id());
   const auto encoded = tokenizer.encode(text);
@@ -132,7 +112,7 @@ void run_tokenize(const TokenizeOptions& options) {
 
 void run_detokenize(const std::string& model, const std::vector<std::string>& id_arguments) {
   const auto ids = parse_ids(id_arguments);
-  const Tokenizer tokenizer = load_tokenizer_only(model);
+  const Tokenizer tokenizer = load_tokenizer_of(model);
   const std::string text = tokenizer.decode(ids);
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fputc('\n', stdout);

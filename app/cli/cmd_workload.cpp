@@ -15,6 +15,9 @@
 #include "app/cli/progress_bar.h"
 #include "base/byte_size.h"
 #include "base/error.h"
+#include "corpora/workload_trace.h"
+#include "engine/model/tokenizer_loader.h"
+#include "engine/runtime/default_model.h"
 #include "engine/serving/serving_engine.h"
 #include "profiler/workload_tables.h"
 
@@ -32,6 +35,8 @@ struct WorkloadArgs {
   std::string doc_order = "shuffled";
   std::string json, record;
   WorkloadOptions w;
+  std::string corpus, trace = "questions", questions;
+  int top_k = 4;
   int block_size = 16;
   int step_tokens = 2048;
   int max_running = 256;
@@ -132,12 +137,43 @@ void run_workload_command(WorkloadArgs a, const CLI::App& cmd) {
   }
   a.w.layout = parse_document_layout(a.layout);
   a.w.order = parse_document_order(a.doc_order);
+  const bool from_corpus = !a.corpus.empty();
+  corpora::CorpusWorkloadOptions corpus_options;
+  if (from_corpus) {
+    if (!a.preset.empty()) throw Error("--preset paper is a synthetic workload: give --preset or --corpus, not both");
+    corpus_options.trace = corpora::parse_trace_kind(a.trace);
+    corpus_options.top_k = a.top_k;
+    corpus_options.questions = cmd.count("--requests") ? a.w.requests : 0;
+    corpus_options.source = a.corpus == "sample" ? "sample corpus" : a.corpus;
+    corpora::validate(corpus_options);
+    const bool questions = corpus_options.trace == corpora::TraceKind::Questions;
+    // What a corpus decides itself: passage lengths always; for the questions trace also which
+    // passages (BM25), how many and in what order, and the query.
+    std::vector<const char*> fixed = {"--doc-tokens"};
+    if (questions) fixed.insert(fixed.end(), {"--documents", "--docs-per-request", "--zipf", "--layout", "--doc-order",
+                                              "--query-tokens", "--prefix-tokens"});
+    else fixed.insert(fixed.end(), {"--top-k", "--questions", "--prefix-tokens"});
+    for (const char* option : fixed) {
+      if (cmd.count(option)) {
+        throw Error(std::string(option) + " does not apply to --corpus with --trace " + a.trace +
+                    (std::string(option) == "--doc-tokens" ? " (each passage has its own token length)"
+                     : questions ? " (each question brings its BM25 top-k passages in rank order)"
+                                 : " (it belongs to --trace questions)"));
+      }
+    }
+  } else {
+    for (const char* option : {"--trace", "--top-k", "--questions"}) {
+      if (cmd.count(option)) throw Error(std::string(option) + " needs --corpus STORE|sample");
+    }
+  }
   const std::vector<Policy> policies = parse_policy_list(a.policies);
   const std::vector<int64_t> budgets =
       a.sweep.empty() ? std::vector<int64_t>{parse_budget(a.kv_budget, "--kv-budget")} : parse_budget_list(a.sweep);
   validate(a.w);  // before any model loads
   OutputGuard guard;
   if (!a.model.empty()) guard.input(a.model, "--model");
+  if (!a.questions.empty()) guard.input(a.questions, "--questions");
+  if (from_corpus && a.corpus != "sample") guard.input(a.corpus, "--corpus");
   if (!a.json.empty()) {
     guard.output(a.json, "--json", "workload results JSON",
                  [](const std::filesystem::path& p) { return is_json_object_with_keys(p, {"config", "results"}); });
@@ -157,23 +193,52 @@ void run_workload_command(WorkloadArgs a, const CLI::App& cmd) {
   ProgressBar bar;
   ServingEngine engine(config, bar.callback());
   a.w.vocab_size = engine.shape().vocab_size;
-  const Workload workload = make_workload(a.w);
+  std::string tokenizer_source;
+  Workload workload;
+  if (from_corpus) {
+    // The model's own tokenizer; with a synthetic shape or the accounting model, the default model's.
+    const ResolvedModel tok = a.model.empty() ? resolve_model("", bar.callback()) : ResolvedModel{a.model, ""};
+    if (!tok.note.empty()) std::fprintf(stderr, "note: %s\n", tok.note.c_str());
+    tokenizer_source = tok.path.string();
+    const Tokenizer tokenizer = load_tokenizer_only(tok.path);
+    corpora::CorpusSource source = corpora::open_corpus_source(a.corpus, corpus_options.trace, a.questions, bar.callback());
+    bar.finish();
+    workload = corpora::make_corpus_workload(source.store, source.questions, tokenizer, a.w, corpus_options);
+    if (workload.options.vocab_size > engine.shape().vocab_size) {
+      throw Error("--corpus: the tokenizer of " + tokenizer_source + " has " + std::to_string(workload.options.vocab_size) +
+                  " token ids but the model shape's vocabulary has " + std::to_string(engine.shape().vocab_size) +
+                  "; use a shape or --model with a vocabulary at least that large");
+    }
+  } else {
+    workload = make_workload(a.w);
+  }
   SchedulerOptions so;
   so.step_tokens = a.step_tokens;
   so.max_running = a.max_running;
   so.keep_samples = !a.record.empty();
 
-  const WorkloadOptions& w = a.w;
-  std::printf("workload: %s, %s layout (%s), %d documents x %d tokens, %d per request (%s order), %d requests, %s, "
-              "%d-token prefix, %d-token queries, %d output tokens, seed %llu\n",
-              a.backend == "accounting" ? ("accounting model of " + config.synthetic + " on an H200").c_str()
-                                        : (engine.backend_name() + " " + (a.model.empty() ? config.synthetic : a.model)).c_str(),
-              to_string(w.layout), w.layout == DocumentLayout::Zipf ? ("alpha " + std::to_string(w.zipf).substr(0, 4)).c_str()
-                                                                     : "contiguous cyclic window, alpha unused",
-              w.documents, w.doc_tokens, w.docs_per_request, to_string(w.order), w.requests,
-              w.open_loop() ? ("open loop, Poisson " + std::to_string(w.rate) + " req/s").c_str()
-                            : ("closed loop, concurrency " + std::to_string(w.concurrency)).c_str(),
-              w.prefix_tokens, w.query_tokens, w.output_tokens, (unsigned long long)w.seed);
+  const WorkloadOptions& w = from_corpus ? workload.options : a.w;
+  if (from_corpus) {
+    std::printf("workload: %s, %s; %d passages in the pool (longest %d tokens), %d requests, %s, %d output tokens, "
+                "seed %llu; tokenizer %s\n",
+                a.backend == "accounting" ? ("accounting model of " + config.synthetic + " on an H200").c_str()
+                                          : (engine.backend_name() + " " + (a.model.empty() ? config.synthetic : a.model)).c_str(),
+                workload.source.c_str(), w.documents, w.doc_tokens, w.requests,
+                w.open_loop() ? ("open loop, Poisson " + std::to_string(w.rate) + " req/s").c_str()
+                              : ("closed loop, concurrency " + std::to_string(w.concurrency)).c_str(),
+                w.output_tokens, (unsigned long long)w.seed, tokenizer_source.c_str());
+  } else {
+    std::printf("workload: %s, %s layout (%s), %d documents x %d tokens, %d per request (%s order), %d requests, %s, "
+                "%d-token prefix, %d-token queries, %d output tokens, seed %llu\n",
+                a.backend == "accounting" ? ("accounting model of " + config.synthetic + " on an H200").c_str()
+                                          : (engine.backend_name() + " " + (a.model.empty() ? config.synthetic : a.model)).c_str(),
+                to_string(w.layout), w.layout == DocumentLayout::Zipf ? ("alpha " + std::to_string(w.zipf).substr(0, 4)).c_str()
+                                                                       : "contiguous cyclic window, alpha unused",
+                w.documents, w.doc_tokens, w.docs_per_request, to_string(w.order), w.requests,
+                w.open_loop() ? ("open loop, Poisson " + std::to_string(w.rate) + " req/s").c_str()
+                              : ("closed loop, concurrency " + std::to_string(w.concurrency)).c_str(),
+                w.prefix_tokens, w.query_tokens, w.output_tokens, (unsigned long long)w.seed);
+  }
   std::printf("KV: %.2f MiB per %d-token block; every policy on its own pool of the budget; %d tokens per step\n\n",
               engine.bytes_per_block() / 1048576.0, a.block_size, a.step_tokens);
   std::printf("%-10s %-13s %8s %8s %8s %10s %10s %9s %10s %10s %10s %8s %8s %7s %7s\n", "budget", "policy", "tok-hit%",
@@ -257,6 +322,14 @@ void run_workload_command(WorkloadArgs a, const CLI::App& cmd) {
                                 {"block_size", a.block_size},
                                 {"step_tokens", a.step_tokens},
                                 {"bytes_per_block", engine.bytes_per_block()}};
+  if (from_corpus) {
+    config_json["corpus"] = a.corpus;
+    config_json["trace"] = a.trace;
+    config_json["top_k"] = corpus_options.trace == corpora::TraceKind::Questions ? nlohmann::json(a.top_k) : nlohmann::json();
+    config_json["questions"] = a.questions;
+    config_json["tokenizer"] = tokenizer_source;
+    config_json["source"] = workload.source;
+  }
   if (!a.json.empty()) {
     nlohmann::json j;
     j["config"] = config_json;
@@ -299,7 +372,8 @@ void run_workload_command(WorkloadArgs a, const CLI::App& cmd) {
     for (auto it = config_json.begin(); it != config_json.end(); ++it) {
       meta["workload." + it.key()] = it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
     }
-    save_workload_sqlite(meta, results, a.record);
+    const WorkloadPrompts prompts = workload_prompts(workload);
+    save_workload_sqlite(meta, results, a.record, &prompts);
   }
   if (!failures.empty()) {
     throw Error(std::to_string(failures.size()) + " of " + std::to_string(runs) +
@@ -351,6 +425,16 @@ void add_workload_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--doc-order", a->doc_order, "shuffled or retrieved (as drawn)")->capture_default_str();
   cmd->add_option("--seed", a->w.seed, "Workload seed")->capture_default_str();
+  cmd->add_option("--corpus", a->corpus,
+                  "Documents from a corpus store (or 'sample', the bundled one): its passages, each tokenized "
+                  "alone by the model's tokenizer (the default model's with --shape/--synthetic)");
+  cmd->add_option("--trace", a->trace,
+                  "With --corpus: questions (each question with its BM25 top-k passages in rank order; "
+                  "--requests takes the first N) or zipf (the passages drawn as --layout/--zipf say)")
+      ->capture_default_str();
+  cmd->add_option("--top-k", a->top_k, "With --trace questions: BM25 passages per question (1-64)")->capture_default_str();
+  cmd->add_option("--questions", a->questions,
+                  "With --trace questions: a JSON Lines question set instead of the corpus's own questions");
   cmd->add_option("--block-size", a->block_size, "Tokens per KV block (1-1024)")->capture_default_str()
       ->check(in_range(1, 1024));
   cmd->add_option("--step-tokens", a->step_tokens, "Tokens per scheduler step (decode + prefill chunks)")->capture_default_str()

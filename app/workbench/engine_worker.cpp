@@ -11,6 +11,7 @@
 #include "engine/runtime/default_model.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "base/error.h"
+#include "base/progress.h"
 
 namespace lazyscope::workbench {
 
@@ -66,6 +67,12 @@ SessionRecording EngineWorker::recordingSnapshot() const {
 
 void EngineWorker::openModel(const QString& path, const QString& backend, qint64 kv_budget_bytes) {
   Q_EMIT busyChanged(true);
+  const bool cancelled = !load(path, backend, kv_budget_bytes);
+  Q_EMIT busyChanged(false);
+  Q_EMIT loadEnded(cancelled);
+}
+
+bool EngineWorker::load(const QString& path, const QString& backend, qint64 kv_budget_bytes) {
   try {
     SessionOptions options;
     options.model = std::filesystem::path(path.toStdString());
@@ -78,9 +85,12 @@ void EngineWorker::openModel(const QString& path, const QString& backend, qint64
       options.kv_budget_bytes = std::size_t(kv_budget_bytes);
     options.trace_device = trace_device_;
     options.cpu_precision = cpu_exact_ ? CpuPrecision::Exact : CpuPrecision::Fast;
-    auto progress = [this](double fraction, std::string_view what) {
-      Q_EMIT this->progress(fraction, QString::fromUtf8(what.data(), qsizetype(what.size())));
-    };
+    // Cancel throws Cancelled from the next report: the new session is never installed.
+    auto progress = cancellable(
+        [this](double fraction, std::string_view what) {
+          Q_EMIT this->progress(fraction, QString::fromUtf8(what.data(), qsizetype(what.size())));
+        },
+        &load_cancel_);
     // A fresh recorder per session: the recorder first, so it has the request before the GUI
     // hears that it finished.
     auto recorder = std::make_shared<SessionRecorder>();
@@ -88,6 +98,7 @@ void EngineWorker::openModel(const QString& path, const QString& backend, qint64
     fanout->add(recorder.get());
     fanout->add(sink_.get());
     auto session = std::make_unique<Session>(options, fanout.get(), progress);
+    if (load_cancel_.load()) return false;  // pressed after the last report: still cancelled
     session_.reset();  // the old session reports to the old fanout: drop it first
     fanout_ = std::move(fanout);
     {
@@ -126,29 +137,35 @@ void EngineWorker::openModel(const QString& path, const QString& backend, qint64
     }
     Q_EMIT modelOpened(info);
     for (Policy policy : session_->policies()) Q_EMIT snapshotReady(session_->snapshot(policy));
+  } catch (const Cancelled&) {
+    return false;
   } catch (const std::exception& e) {
     Q_EMIT failed(QStringLiteral("Could not open the model %1").arg(path),
                   QString::fromUtf8(e.what()));
   }
-  Q_EMIT busyChanged(false);
+  return true;
 }
 
 void EngineWorker::openDefaultModel(const QString& backend, qint64 kv_budget_bytes) {
   ResolvedModel resolved;
   Q_EMIT busyChanged(true);
+  bool cancelled = false;
   try {
     // The installed default, else the generated tiny model (made on first use, as the CLI does).
-    resolved = resolve_model("default", [this](double fraction, std::string_view what) {
-      Q_EMIT progress(fraction, QStringLiteral("Making the tiny model: ") +
-                                    QString::fromUtf8(what.data(), qsizetype(what.size())));
-    });
+    resolved = resolve_model("default", cancellable(
+                                            [this](double fraction, std::string_view what) {
+                                              Q_EMIT progress(fraction, QStringLiteral("Making the tiny model: ") +
+                                                                            QString::fromUtf8(what.data(), qsizetype(what.size())));
+                                            },
+                                            &load_cancel_));
+    cancelled = !load(QString::fromStdString(resolved.path.string()), backend, kv_budget_bytes);
+  } catch (const Cancelled&) {
+    cancelled = true;  // the half-made model was removed; the next start makes it again
   } catch (const std::exception& e) {
     Q_EMIT failed(QStringLiteral("Could not find or make the default model"), QString::fromUtf8(e.what()));
-    Q_EMIT busyChanged(false);
-    return;
   }
   Q_EMIT busyChanged(false);
-  openModel(QString::fromStdString(resolved.path.string()), backend, kv_budget_bytes);
+  Q_EMIT loadEnded(cancelled);
 }
 
 void EngineWorker::runPlan(const RunPlan& plan) {

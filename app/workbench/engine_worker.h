@@ -26,6 +26,10 @@ class EngineWorker : public QObject {
   void requestStop() { cancel_.store(true); }
   // Called by the GUI before it queues a plan, so a Stop pressed before the worker starts counts.
   void clearStop() { cancel_.store(false); }
+  // Thread-safe: a model load in progress (or queued) stops at its next progress report; the
+  // session open before it stays. The GUI clears the flag before it queues a load.
+  void requestLoadCancel() { load_cancel_.store(true); }
+  void clearLoadCancel() { load_cancel_.store(false); }
   // Thread-safe: a copy of what the current session has recorded so far (empty before a model
   // is open). Cheap enough to call on the GUI thread after each request.
   SessionRecording recordingSnapshot() const;
@@ -53,6 +57,9 @@ class EngineWorker : public QObject {
  Q_SIGNALS:
   void progress(double fraction, const QString& what);
   void modelOpened(const lazyscope::workbench::ModelInfo& info);
+  // Once per openModel/openDefaultModel call, after modelOpened or failed (or neither, when
+  // the load was cancelled).
+  void loadEnded(bool cancelled);
   void failed(const QString& what, const QString& message);
   void busyChanged(bool busy);
   void runStarted(int run_index, const QString& key);
@@ -67,6 +74,9 @@ class EngineWorker : public QObject {
   void snapshotReady(const lazyscope::PoolSnapshot& snapshot);
 
  private:
+  // Builds and installs the session; false when the load was cancelled (the old one stays).
+  bool load(const QString& path, const QString& backend, qint64 kv_budget_bytes);
+
   // The session reports to fanout_, which forwards to the GUI adapter and the recorder; all
   // three are declared before session_ so they outlive it.
   std::unique_ptr<QtEventSink> sink_;
@@ -75,6 +85,7 @@ class EngineWorker : public QObject {
   mutable std::mutex recorder_mutex_;  // guards the recorder_ pointer (the GUI reads it)
   std::unique_ptr<Session> session_;
   std::atomic<bool> cancel_{false};
+  std::atomic<bool> load_cancel_{false};
   std::atomic<bool> trace_device_{false};
   std::atomic<bool> cpu_exact_{false};
 };

@@ -1,5 +1,8 @@
 #include "app/workbench/evaluation_worker.h"
 
+#include <memory>
+
+#include "base/progress.h"
 #include "corpora/document_store.h"
 #include "corpora/sample_corpus.h"
 #include "engine/model/model_loader.h"
@@ -33,9 +36,17 @@ void EvaluationWorker::run(const EvaluationPlan& plan) {
         plan.kv_budget_bytes > 0 ? std::size_t(plan.kv_budget_bytes) : (256ull << 20);
     options.policies = runner.policies();  // one KV pool and history per policy
     Q_EMIT status(tr("Loading the model…"));
-    Session session(options);
-    if (cancel_.load()) {
+    // Stop pressed while the model loads ends the load at its next progress report.
+    std::unique_ptr<Session> loaded;
+    try {
+      loaded = std::make_unique<Session>(options, nullptr, cancellable({}, &cancel_));
+    } catch (const Cancelled&) {
       Q_EMIT finished(true, 0.0);
+      return;
+    }
+    Session& session = *loaded;
+    if (cancel_.load()) {
+      Q_EMIT finished(true, 0.0, {});
       return;
     }
     const int total = int(runner.questions().questions.size());
@@ -47,7 +58,8 @@ void EvaluationWorker::run(const EvaluationPlan& plan) {
           if (p.last) Q_EMIT questionFinished(*p.last, p.done, p.total, p.remaining_s);
         },
         &cancel_);
-    Q_EMIT finished(report.cancelled, report.wall_seconds);
+    Q_EMIT finished(report.cancelled, report.wall_seconds,
+                    QList<double>(report.config_seconds.begin(), report.config_seconds.end()));
   } catch (const std::exception& e) {
     Q_EMIT failed(QString::fromUtf8(e.what()));
   }

@@ -1,6 +1,7 @@
 #pragma once
 // Runs an evaluation (corpora::EvaluationRunner) on its own thread with its own session (one KV
 // pool and history per policy), and reports each finished question as a queued signal.
+#include <QList>
 #include <QObject>
 #include <QString>
 #include <atomic>
@@ -38,7 +39,8 @@ class EvaluationWorker : public QObject {
                const QString& model);
   void questionFinished(const lazyscope::corpora::QuestionResult& result, int done, int total,
                         double remaining_s);
-  void finished(bool cancelled, double wall_seconds);
+  // config_seconds: EvalReport::config_seconds, one per configuration.
+  void finished(bool cancelled, double wall_seconds, const QList<double>& config_seconds);
   void failed(const QString& message);
 
  private:

@@ -11,7 +11,6 @@
 #include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
-#include <QProgressDialog>
 #include <QPushButton>
 #include <QSettings>
 #include <QStatusBar>
@@ -20,6 +19,7 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <optional>
 
 #include "app/workbench/corpus_source.h"
 #include "app/workbench/engine_worker.h"
@@ -31,7 +31,9 @@
 #include "app/workbench/views/corpus_panel.h"
 #include "app/workbench/views/dock_title_tooltip.h"
 #include "app/workbench/views/equivalence_view.h"
+#include "app/workbench/views/corpus_import_dialog.h"
 #include "app/workbench/views/evaluation_panel.h"
+#include "app/workbench/views/job_progress.h"
 #include "app/workbench/views/gpu_timeline_view.h"
 #include "app/workbench/views/kernel_stats_view.h"
 #include "app/workbench/views/overhead_panel.h"
@@ -41,6 +43,7 @@
 #include "app/workbench/views/shortcuts_help.h"
 #include "app/workbench/views/timeline_view.h"
 #include "app/workbench/views/workload_lab_panel.h"
+#include "profiler/workload_tables.h"
 #include "app/workbench/views/welcome_page.h"
 #include "app/workbench/workbench_settings.h"
 #include "base/atomic_file.h"
@@ -100,7 +103,10 @@ MainWindow::MainWindow(const WorkbenchOptions& options, QWidget* parent)
   activity_label_ = new QLabel(this);
   statusBar()->addWidget(model_label_);
   statusBar()->addWidget(activity_label_, 1);
+  jobs_ = new JobProgressArea(this);
+  statusBar()->addPermanentWidget(jobs_);
   statusBar()->addPermanentWidget(pool_label_);
+  importer_ = new CorpusImporter(this);
 
   worker_ = new EngineWorker;
   worker_->setTraceDevice(options_.trace_gpu);
@@ -110,6 +116,7 @@ MainWindow::MainWindow(const WorkbenchOptions& options, QWidget* parent)
   worker_thread_.setObjectName(QStringLiteral("lazyscope-engine"));
   worker_thread_.start();
   connectWorker();
+  connectJobs();
 
   connect(welcome_, &WelcomePage::askSampleQuestion, this, &MainWindow::askSampleQuestion);
   connect(welcome_, &WelcomePage::reorderAndRerun, this, &MainWindow::reorderAndRerun);
@@ -309,6 +316,10 @@ void MainWindow::buildMenus() {
     if (!path.isEmpty()) openCorpus(path);
   });
   file->addAction(tr("Open &Sample Corpus"), this, [this] { openCorpus(QString()); });
+  file->addAction(tr("&Import Corpus…"), this, [this] {
+    CorpusImportDialog dialog(this);
+    if (dialog.exec() == QDialog::Accepted) importCorpus(dialog.request());
+  });
   file->addSeparator();
   file->addAction(
       tr("Open Session &Report…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O), this, [this] {
@@ -388,6 +399,7 @@ void MainWindow::connectWorker() {
   connect(w, &EngineWorker::modelOpened, this, &MainWindow::onModelOpened);
   connect(w, &EngineWorker::failed, this, &MainWindow::showError);
   connect(w, &EngineWorker::busyChanged, this, &MainWindow::onBusy);
+  connect(w, &EngineWorker::loadEnded, this, &MainWindow::onLoadEnded);
   connect(w, &EngineWorker::runStarted, this, [this](int run_index, const QString& key) {
     prompt_->runModel()->markRunning(key);
     block_map_->model()->beginRun(run_index, key);
@@ -443,6 +455,7 @@ void MainWindow::openModel(const QString& path) {
   }
   opening_default_model_ = false;
   activity_label_->setText(tr("Loading %1…").arg(path));
+  beginLoadJob(tr("Loading %1").arg(QFileInfo(path).fileName()));
   QMetaObject::invokeMethod(worker_, "openModel", Qt::QueuedConnection, Q_ARG(QString, path),
                             Q_ARG(QString, options_.backend),
                             Q_ARG(qint64, options_.kv_budget_bytes));
@@ -451,6 +464,7 @@ void MainWindow::openModel(const QString& path) {
 void MainWindow::openDefaultModel() {
   opening_default_model_ = true;
   activity_label_->setText(tr("Loading the default model…"));
+  beginLoadJob(tr("Loading the default model"));
   QMetaObject::invokeMethod(worker_, "openDefaultModel", Qt::QueuedConnection,
                             Q_ARG(QString, options_.backend),
                             Q_ARG(qint64, options_.kv_budget_bytes));
@@ -462,6 +476,7 @@ bool MainWindow::openCorpus(const QString& path) {
     const int questions = int(source->questions().size());
     corpus_->setCorpus(std::move(source));
     evaluation_->setCorpus(path, questions);
+    workload_lab_->setCorpus(path, questions);
     if (options_.restore_layout) remember_corpus(path);
     return true;
   } catch (const std::exception& e) {
@@ -505,6 +520,9 @@ bool MainWindow::startRun() {
   for (const QString& key : keys) plan.policies.push_back(policy_choice(key));
   prompt_->runModel()->startPlan(plan.run_index, keys);
   run_requests_.clear();
+  run_tokens_ = 0;
+  run_token_budget_ = std::max(1, plan.request.max_new_tokens * int(keys.size()));
+  jobs_->begin(QStringLiteral("run"), tr("Run %1").arg(plan.run_index), [this] { stopRun(); });
   run_in_flight_ = true;
   updateWelcome();
   worker_->clearStop();
@@ -523,6 +541,7 @@ void MainWindow::stopRun() {
 
 void MainWindow::onPlanFinished(int run_index, bool cancelled) {
   run_in_flight_ = false;
+  jobs_->end(QStringLiteral("run"));
   prompt_->setBusy(busy_);
   if (cancelled) prompt_->runModel()->stopWaiting();
   activity_label_->setText(cancelled ? tr("Run %1 stopped.").arg(run_index)
@@ -541,28 +560,91 @@ void MainWindow::onBusy(bool busy) {
   busy_ = busy;
   prompt_->setBusy(busy || run_in_flight_);
   updateWelcome();
-  if (!busy && progress_) {
-    progress_->close();
-    progress_->deleteLater();
-    progress_ = nullptr;
-  }
 }
 
 void MainWindow::onProgress(double fraction, const QString& what) {
-  if (!progress_) {
-    progress_ = new QProgressDialog(this);
-    progress_->setWindowTitle(tr("LazyScope"));
-    progress_->setCancelButton(nullptr);
-    progress_->setRange(0, 1000);
-    progress_->setMinimumDuration(400);
-    progress_->setMinimumWidth(420);
-    progress_->setAutoClose(false);
-    progress_->setAutoReset(false);
-  }
-  progress_->setLabelText(what);
-  progress_->setValue(int(fraction * 1000));
-  activity_label_->setText(what);
+  // The worker reports progress only while it loads a model.
+  jobs_->update(QStringLiteral("load"), fraction, what);
 }
+
+void MainWindow::beginLoadJob(const QString& title) {
+  if (pending_loads_++ == 0) worker_->clearLoadCancel();
+  jobs_->begin(QStringLiteral("load"), title, [this] { cancelModelLoad(); });
+}
+
+void MainWindow::cancelModelLoad() {
+  if (pending_loads_ == 0) return;
+  worker_->requestLoadCancel();  // an atomic flag: safe from this thread
+  activity_label_->setText(tr("Cancelling the model load…"));
+}
+
+void MainWindow::onLoadEnded(bool cancelled) {
+  if (pending_loads_ > 0) --pending_loads_;
+  if (pending_loads_ > 0) return;  // a later load is still queued: its row stays
+  jobs_->end(QStringLiteral("load"));
+  worker_->clearLoadCancel();
+  if (!cancelled) return;
+  activity_label_->setText(
+      model_loaded_ ? tr("Model load cancelled; %1 stays loaded.").arg(model_info_.name)
+                    : tr("Model load cancelled; no model is loaded (File ▸ Open Model…)."));
+}
+
+void MainWindow::connectJobs() {
+  connect(importer_, &CorpusImporter::progress, this, [this](double f, const QString& what) {
+    jobs_->update(QStringLiteral("import"), f, what);
+  });
+  connect(importer_, &CorpusImporter::imported, this,
+          [this](const QString& db, qint64 documents, qint64 questions) {
+            jobs_->end(QStringLiteral("import"));
+            if (openCorpus(db))
+              activity_label_->setText(tr("Imported %1 documents and %2 questions into %3.")
+                                           .arg(documents)
+                                           .arg(questions)
+                                           .arg(db));
+          });
+  connect(importer_, &CorpusImporter::cancelled, this, [this](const QString& db) {
+    jobs_->end(QStringLiteral("import"));
+    activity_label_->setText(tr("Corpus import cancelled; %1 is as it was, the open corpus stays.").arg(db));
+  });
+  connect(importer_, &CorpusImporter::failed, this, [this](const QString& db, const QString& message) {
+    jobs_->end(QStringLiteral("import"));
+    showError(tr("Could not import the corpus into %1").arg(db), message);
+  });
+  connect(worker_, &EngineWorker::tokenProduced, this, [this] {
+    ++run_tokens_;
+    jobs_->update(QStringLiteral("run"), double(run_tokens_) / run_token_budget_,
+                  tr("%1 of at most %2 tokens").arg(run_tokens_).arg(run_token_budget_));
+  });
+  connect(evaluation_, &EvaluationPanel::evaluationStarted, this, [this] {
+    jobs_->begin(QStringLiteral("evaluation"), tr("Evaluation"), [this] { evaluation_->stop(); });
+    jobs_->update(QStringLiteral("evaluation"), -1, tr("loading the model"));
+  });
+  connect(evaluation_, &EvaluationPanel::progressChanged, this,
+          [this](double f, const QString& what) { jobs_->update(QStringLiteral("evaluation"), f, what); });
+  connect(evaluation_, &EvaluationPanel::evaluationFinished, this, [this](bool cancelled) {
+    jobs_->end(QStringLiteral("evaluation"));
+    activity_label_->setText(cancelled ? tr("Evaluation stopped; the finished questions are kept.")
+                                       : tr("Evaluation finished."));
+  });
+  connect(workload_lab_, &WorkloadLabPanel::runFinished, this, [this](bool cancelled) {
+    activity_label_->setText(cancelled ? tr("Workload stopped; the Workload Lab keeps what ran.")
+                                       : tr("Workload finished."));
+  });
+}
+
+bool MainWindow::importCorpus(const CorpusImportRequest& request) {
+  QString error;
+  if (!importer_->start(request, &error)) {
+    showError(tr("Cannot import the corpus"), error);
+    return false;
+  }
+  jobs_->begin(QStringLiteral("import"), tr("Importing %1").arg(QFileInfo(request.source).fileName()),
+               [this] { importer_->cancel(); });
+  activity_label_->setText(tr("Importing %1 into %2…").arg(request.source, request.db));
+  return true;
+}
+
+QString MainWindow::activityText() const { return activity_label_->text(); }
 
 void MainWindow::onModelOpened(const ModelInfo& info) {
   model_info_ = info;
@@ -724,7 +806,14 @@ bool MainWindow::exportSessionReport(const QString& path) {
       }
     });
     guard.check();
-    save_session_sqlite(worker_->recordingSnapshot(), target);
+    const SessionRecording recording = worker_->recordingSnapshot();
+    if (workload_lab_->hasResults()) {
+      // The Workload Lab's runs go into the same report, beside the session's requests.
+      save_workload_sqlite(workload_lab_->reportMetadata(), workload_lab_->resultsModel()->results(), target,
+                           &workload_lab_->prompts(), &recording);
+    } else {
+      save_session_sqlite(recording, target);
+    }
   } catch (const std::exception& e) {
     showError(tr("Could not export the session report to %1").arg(path),
               QString::fromUtf8(e.what()));
@@ -743,8 +832,18 @@ bool MainWindow::openSessionReport(const QString& path) {
     showError(tr("Could not open the session report %1").arg(path), QString::fromUtf8(e.what()));
     return false;
   }
+  std::optional<WorkloadReport> workload;
+  try {
+    workload = load_workload_sqlite(std::filesystem::path(path.toStdString()));
+  } catch (const std::exception& e) {
+    showError(tr("Could not read the workload runs of %1").arg(path), QString::fromUtf8(e.what()));
+  }
   auto* window = new ReportWindow(recording, path, this);
   window->show();
+  if (workload && !workload->runs.empty()) {
+    workload_lab_->showReport(*workload, path);
+    showWorkloadLab();
+  }
   if (options_.restore_layout) add_recent_report(path);
   statusBar()->showMessage(tr("Opened the session report %1").arg(path), 5000);
   return true;
@@ -781,7 +880,6 @@ bool MainWindow::exportTrace(const QString& path) {
 }
 
 bool MainWindow::saveScreenshot(const QString& path) {
-  if (progress_) progress_->hide();
   QApplication::processEvents();
   if (qEnvironmentVariableIsSet("LAZYSCOPE_LAYOUT_DEBUG"))
     for (QWidget* w : findChildren<QWidget*>())

@@ -5,13 +5,13 @@
 #include <vector>
 
 #include "app/workbench/command_line.h"
+#include "app/workbench/corpus_importer.h"
 #include "app/workbench/workbench_types.h"
 #include "profiler/session_recorder.h"
 
 class QDockWidget;
 class QLabel;
 class QMenu;
-class QProgressDialog;
 
 namespace lazyscope::workbench {
 
@@ -21,6 +21,7 @@ class CorpusPanel;
 class EngineWorker;
 class EquivalenceView;
 class EvaluationPanel;
+class JobProgressArea;
 class GpuTimelineView;
 class KernelStatsView;
 class OverheadPanel;
@@ -42,6 +43,11 @@ class MainWindow : public QMainWindow {
   void openDefaultModel();
   // Opens a corpus store (empty path: the bundled sample); false after showing the error.
   bool openCorpus(const QString& path);
+  // Imports a dataset into a corpus store on its own thread (progress and Cancel in the status
+  // bar) and opens the store when it is done; false (with a message) when it cannot start.
+  bool importCorpus(const CorpusImportRequest& request);
+  // Cancels a model load in progress; the model loaded before it stays.
+  void cancelModelLoad();
   // Builds a plan from the panels and hands it to the worker; false (with a message) if it cannot.
   bool startRun();
   void stopRun();
@@ -84,6 +90,9 @@ class MainWindow : public QMainWindow {
   bool savePanelShots(const QString& dir, const SessionRecording& recording);
   EvaluationPanel* evaluationPanel() { return evaluation_; }
   EngineWorker* worker() { return worker_; }
+  // The status bar's long jobs: "load", "import", "run", "evaluation".
+  JobProgressArea* jobs() { return jobs_; }
+  QString activityText() const;
   WorkloadLabPanel* workloadLab() { return workload_lab_; }
   void showWorkloadLab();
   // "Start here" page (a dock): Ask a sample question, Reorder and re-run, Open a workload.
@@ -111,6 +120,9 @@ class MainWindow : public QMainWindow {
   void onPlanFinished(int run_index, bool cancelled);
   void onProgress(double fraction, const QString& what);
   void onBusy(bool busy);
+  void onLoadEnded(bool cancelled);
+  void beginLoadJob(const QString& title);
+  void connectJobs();
   void continueDemo();
   void restoreSettings();
   void applyChatSetting(const QString& text);
@@ -146,7 +158,11 @@ class MainWindow : public QMainWindow {
   QLabel* model_label_ = nullptr;
   QLabel* pool_label_ = nullptr;
   QLabel* activity_label_ = nullptr;
-  QProgressDialog* progress_ = nullptr;
+  JobProgressArea* jobs_ = nullptr;
+  CorpusImporter* importer_ = nullptr;
+  int pending_loads_ = 0;     // loads queued on the worker and not ended yet
+  int run_tokens_ = 0;        // tokens of the plan in flight so far, of run_token_budget_
+  int run_token_budget_ = 1;  // max new tokens × policies of the plan in flight
   WelcomePage* welcome_ = nullptr;
   QMenu* recent_reports_menu_ = nullptr;
   enum class WelcomeStep { None, Ask, Reorder };

@@ -6,7 +6,10 @@
 #include <unordered_set>
 
 #include "base/error.h"
+#include "corpora/workload_trace.h"
 #include "engine/events/events.h"
+#include "engine/model/tokenizer_loader.h"
+#include "engine/runtime/default_model.h"
 #include "engine/serving/serving_engine.h"
 
 namespace lazyscope::workbench {
@@ -141,6 +144,45 @@ WorkloadLabConfig small_cpu_preset() {
   return c;
 }
 
+WorkloadLabConfig corpus_trace_cpu_preset(const QString& corpus) {
+  WorkloadLabConfig c = small_cpu_preset();
+  c.preset = QStringLiteral("corpus-trace-cpu");
+  c.corpus = corpus.isEmpty() ? QStringLiteral("sample") : corpus;
+  c.trace = QStringLiteral("questions");
+  c.top_k = 2;
+  c.questions = 8;
+  c.workload.requests = 8;
+  c.workload.concurrency = 3;
+  c.workload.output_tokens = 4;
+  c.budgets = {64ll << 20};  // SmolLM2's fp32 KV: a materialized request holds about 40 blocks of 0.7 MiB
+  return c;
+}
+
+Workload make_lab_workload(const WorkloadLabConfig& config, int vocab_size, const ProgressFn& progress) {
+  WorkloadOptions options = config.workload;
+  options.vocab_size = vocab_size;
+  if (config.corpus.isEmpty()) return make_workload(options);
+  corpora::CorpusWorkloadOptions co;
+  co.trace = corpora::parse_trace_kind(config.trace.toStdString());
+  co.top_k = config.top_k;
+  co.questions = config.questions;
+  co.source = config.corpus == QLatin1String("sample") ? "sample corpus" : config.corpus.toStdString();
+  corpora::validate(co);
+  // The model's own tokenizer; the accounting model (a shape) borrows the default model's.
+  const bool own = config.backend != QLatin1String("accounting") && !config.model.isEmpty();
+  const std::filesystem::path tokenizer_path =
+      own ? std::filesystem::path(config.model.toStdString()) : resolve_model("", progress).path;
+  const Tokenizer tokenizer = load_tokenizer_only(tokenizer_path);
+  corpora::CorpusSource source = corpora::open_corpus_source(config.corpus.toStdString(), co.trace, {}, progress);
+  Workload w = corpora::make_corpus_workload(source.store, source.questions, tokenizer, options, co);
+  if (w.options.vocab_size > vocab_size) {
+    throw Error("Corpus workload: the tokenizer of " + tokenizer_path.string() + " has " +
+                std::to_string(w.options.vocab_size) + " token ids but the model's vocabulary has " +
+                std::to_string(vocab_size) + "; choose a larger model shape");
+  }
+  return w;
+}
+
 void WorkloadWorker::run(const WorkloadLabConfig& config) {
   bool cancelled = false;
   try {
@@ -164,8 +206,10 @@ void WorkloadWorker::run(const WorkloadLabConfig& config) {
     ServingEngine engine(sc, [this](double f, std::string_view what) {
       Q_EMIT progress(f, QStringLiteral("loading: ") + QString::fromUtf8(what.data(), qsizetype(what.size())));
     });
-    options.vocab_size = engine.shape().vocab_size;
-    auto workload = std::make_shared<const Workload>(make_workload(options));
+    auto workload = std::make_shared<const Workload>(make_lab_workload(config, engine.shape().vocab_size,
+        [this](double f, std::string_view what) {
+          Q_EMIT progress(f, QStringLiteral("preparing: ") + QString::fromUtf8(what.data(), qsizetype(what.size())));
+        }));
     Q_EMIT workloadReady(workload, qint64(engine.bytes_per_block()));
     SchedulerOptions so;
     so.step_tokens = config.step_tokens;
@@ -182,7 +226,7 @@ void WorkloadWorker::run(const WorkloadLabConfig& config) {
         }
         try {
           Q_EMIT runStarted(key, engine.blocks_for_budget(budget, *workload));
-          StreamingObserver observer(this, key, options.requests, run, runs);
+          StreamingObserver observer(this, key, int(workload->requests.size()), run, runs);
           ServingResult r = engine.run(*workload, budget, policy, so, &observer, &cancel_);
           observer.flush();  // on_end flushed already; this sends nothing more unless it was not called
           if (r.cancelled) cancelled = true;

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <memory>
 
+#include "base/progress.h"
 #include "engine/serving/serving_result.h"
 #include "engine/workload/workload.h"
 
@@ -20,6 +21,14 @@ struct WorkloadLabConfig {
   QString model;                                   // real backends: a checkpoint or .gguf
   QString preset;                                  // "paper" or empty, for the report only
   WorkloadOptions workload;
+  // Documents from a corpus instead of synthetic tokens: "sample" or a store path (empty:
+  // synthetic). trace "questions": each question with its BM25 top_k passages; "zipf": the
+  // passages drawn by the workload's layout. Tokenized by the model's tokenizer (the default
+  // model's for the accounting backend).
+  QString corpus;
+  QString trace = QStringLiteral("questions");
+  int top_k = 4;
+  int questions = 0;  // the first N questions (0: all)
   QVector<qint64> budgets{1ll << 30};              // bytes per policy pool; 0 = unlimited
   QStringList policies{QStringLiteral("none"), QStringLiteral("prefix"), QStringLiteral("positional"),
                        QStringLiteral("materialized"), QStringLiteral("lazy")};
@@ -34,6 +43,14 @@ WorkloadLabConfig paper_preset();
 // A run small enough for the CPU backend on the default model: 12 documents x 64 tokens, 2 per
 // request, 10 requests, concurrency 3, 4 output tokens, none / materialized / lazy at 24 MiB.
 WorkloadLabConfig small_cpu_preset();
+
+// The small CPU run on the loaded corpus's questions: the first 8 questions, each with its BM25
+// top-2 passages, concurrency 3, 4 output tokens, none / materialized / lazy at 64 MiB.
+WorkloadLabConfig corpus_trace_cpu_preset(const QString& corpus);
+
+// The workload a config describes, as the worker builds it (tests compare it with the CLI's).
+// `vocab_size`: the model's; corpus workloads fail when their tokenizer needs more.
+Workload make_lab_workload(const WorkloadLabConfig& config, int vocab_size, const ProgressFn& progress = {});
 
 // One block of a pool map.
 enum class PoolCell : quint8 { Free, Prefix, DocumentCached, DocumentHeld, Copy, Query, Evicted };

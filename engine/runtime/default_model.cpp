@@ -30,8 +30,13 @@ void write_generated_model(const std::string& name, const std::filesystem::path&
   const std::filesystem::path tmp = temporary_sibling(dir);
   CheckpointWriteOptions options;
   options.text_dir = data_path("text", "LAZYSCOPE_TEXT_DIR");
-  write_model_checkpoint(find_model_preset(name), 7, tmp, options, progress);
   std::error_code ec;
+  try {
+    write_model_checkpoint(find_model_preset(name), 7, tmp, options, progress);
+  } catch (...) {
+    std::filesystem::remove_all(tmp, ec);  // a cancelled or failed write leaves nothing behind
+    throw;
+  }
   std::filesystem::rename(tmp, dir, ec);
   if (ec) std::filesystem::remove_all(tmp, ec);  // another process won the race
   if (!holds_model(dir)) throw Error(dir.string() + ": could not write the generated " + name + " model there");

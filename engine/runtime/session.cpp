@@ -11,6 +11,7 @@
 #include "base/limits.h"
 #include "engine/kv/cache_manager.h"
 #include "engine/model/model_loader.h"
+#include "engine/serving/scheduler.h"
 #include "kernels/synthetic_shapes.h"
 
 namespace lazyscope {
@@ -56,6 +57,42 @@ struct DeviceStep {
   DeviceStep& operator=(const DeviceStep&) = delete;
 };
 
+// The serving scheduler's steps on one policy's share of the backend's pool: its block ids and
+// slots are the cache manager's, shifted into [first_block, first_block + blocks).
+class PoolExecutor final : public StepExecutor {
+ public:
+  PoolExecutor(Backend& backend, int first_block, int block_size)
+      : inner_(make_backend_executor(backend)), first_block_(first_block), slot_offset_(first_block * block_size) {}
+  std::string mode() const override { return inner_->mode(); }
+  double now_s() override { return inner_->now_s(); }
+  void start() override { inner_->start(); }
+  void wait_until(double t_s) override { inner_->wait_until(t_s); }
+  double busy_s() const override { return inner_->busy_s(); }
+  void run(StepWork& work) override {
+    for (PrefillPiece& p : work.prefill) {
+      for (int32_t& s : p.slots) s += slot_offset_;
+      shift(p.table);
+      for (BlockCopy& c : p.copies) {
+        c.src += first_block_;
+        c.dst += first_block_;
+      }
+    }
+    for (auto& slots : work.decode_slots) {
+      for (int32_t& s : slots) s += slot_offset_;
+    }
+    for (auto& table : work.decode_tables) shift(table);
+    inner_->run(work);
+  }
+
+ private:
+  void shift(std::vector<BlockRef>& table) const {
+    for (BlockRef& r : table) r.block += first_block_;
+  }
+  std::unique_ptr<StepExecutor> inner_;
+  int first_block_ = 0;
+  int32_t slot_offset_ = 0;
+};
+
 }  // namespace
 
 std::vector<int32_t> prompt_ids(const PromptLayout& layout) {
@@ -99,6 +136,7 @@ struct Session::Impl {
   std::map<Policy, CacheStats> cumulative;
   std::unique_ptr<DeviceTracer> tracer;  // after `backend`: flushed before the backend goes; never null
   std::string trace_note;                // why there is no device trace, when one was asked for
+  int64_t requests_finished = 0;         // the next request's number (its NVTX payload) is this + 1
 };
 
 Session::Session(const SessionOptions& options, EventSink* sink, const ProgressFn& progress)
@@ -165,7 +203,7 @@ Session::Session(const SessionOptions& options, EventSink* sink, const ProgressF
     if (impl_->backend->name() != "cuda") {
       impl_->trace_note = "device traces need the CUDA backend (this session runs on " + impl_->backend->name() + ")";
     } else {
-      impl_->tracer = make_device_tracer(&impl_->trace_note);
+      impl_->tracer = make_device_tracer(options.trace_options, &impl_->trace_note);
     }
   }
   // Without a device trace the engine's ranges still reach NVTX and the report.
@@ -182,6 +220,13 @@ std::string Session::backend_name() const { return impl_->backend->name(); }
 std::string Session::device() const { return impl_->backend->device(); }
 const std::string& Session::backend_note() const { return impl_->note; }
 const std::string& Session::device_trace_note() const { return impl_->trace_note; }
+
+void Session::set_device_tracer(std::unique_ptr<DeviceTracer> tracer) {
+  impl_->tracer.reset();
+  // Graphs captured before are dropped: every graph a trace sees is instantiated under it.
+  impl_->backend->drop_graphs();
+  impl_->tracer = tracer ? std::move(tracer) : std::make_unique<HostRangeTracer>();
+}
 
 CacheStats Session::cumulative(Policy policy) const {
   std::lock_guard lock(impl_->stats_mutex);
@@ -215,10 +260,21 @@ RunResult Session::submit(const Request& request, const RunOptions& options, con
   return submit(prepare(request), options, on_token);
 }
 
+ServingResult Session::serve(const Workload& workload, const SchedulerOptions& options, ServingObserver* observer,
+                             const std::atomic<bool>* cancel) {
+  PolicyPool& pool = impl_->pool(options.policy);
+  PoolExecutor executor(*impl_->backend, pool.first_block, pool.cache->block_size());
+  return run_scheduler(workload, *pool.cache, executor, options, observer, cancel);
+}
+
 RunResult Session::submit(const PreparedRequest& prepared, const RunOptions& options, const TokenCallback& on_token) {
   Impl& im = *impl_;
   const Clock::time_point t0 = Clock::now();
-  std::optional<DeviceRange> request_range(std::in_place, im.tracer.get(), std::string("request (") + to_string(options.policy) + ")");
+  // The request's number in this session (the recorder's requests.id): every range of it carries
+  // it as its NVTX payload.
+  const int64_t request_id = im.requests_finished + 1;
+  std::optional<DeviceRange> request_range(std::in_place, im.tracer.get(),
+                                           std::string("request (") + to_string(options.policy) + ")", request_id);
   const PromptLayout& layout = prepared.layout;
   PolicyPool& pool = im.pool(options.policy);
   KvCacheManager& cache = *pool.cache;
@@ -263,7 +319,7 @@ RunResult Session::submit(const PreparedRequest& prepared, const RunOptions& opt
       const Clock::time_point te = Clock::now();
       const DeviceStep step(task, pool.first_block, block_size, false);
       {
-        DeviceRange range(im.tracer.get(), "encode segment " + std::to_string(task.segment));
+        DeviceRange range(im.tracer.get(), "encode segment " + std::to_string(task.segment), request_id);
         im.backend->forward(step.step, nullptr);
         im.backend->synchronize();
       }
@@ -285,7 +341,7 @@ RunResult Session::submit(const PreparedRequest& prepared, const RunOptions& opt
       }
     }
     if (!plan.copies.empty()) {
-      DeviceRange range(im.tracer.get(), "copy " + std::to_string(plan.copies.size()) + " blocks");
+      DeviceRange range(im.tracer.get(), "copy " + std::to_string(plan.copies.size()) + " blocks", request_id);
       std::vector<BlockCopy> copies = plan.copies;
       for (BlockCopy& c : copies) {
         c.src += pool.first_block;
@@ -308,7 +364,8 @@ RunResult Session::submit(const PreparedRequest& prepared, const RunOptions& opt
     };
     {
       DeviceRange range(im.tracer.get(),
-                        "prefill " + std::to_string(plan.prompt.tokens.size()) + " tokens (" + result.policy + ")");
+                        "prefill " + std::to_string(plan.prompt.tokens.size()) + " tokens (" + result.policy + ")",
+                        request_id);
       run_step(plan.prompt);
     }
     if (options.keep_logits) result.prompt_last_logits = logits;
@@ -335,7 +392,8 @@ RunResult Session::submit(const PreparedRequest& prepared, const RunOptions& opt
       if (on_token) on_token(te);
       if (is_eos || step_index + 1 == max_new) break;
       SegmentTask next = cache.next_decode_step(plan, token);
-      DeviceRange range(im.tracer.get(), "decode step " + std::to_string(step_index + 1));
+      if (im.tracer->decode_step(step_index + 1)) im.backend->next_decode_without_graph();
+      DeviceRange range(im.tracer.get(), "decode step " + std::to_string(step_index + 1), request_id);
       run_step(next);
     }
     if (result.generated_ids.size() > 1) {
@@ -368,6 +426,7 @@ RunResult Session::submit(const PreparedRequest& prepared, const RunOptions& opt
   done.stats = plan.stats;
   done.cancelled = result.cancelled;
   request_range.reset();
+  ++im.requests_finished;
   const DeviceActivity activity = im.tracer->drain();
   if (im.sink) im.sink->on_device_activity(activity);
   if (im.sink) im.sink->on_request_finished(done);

@@ -47,6 +47,7 @@ struct Live {
   bool decoding = false;
   int32_t last = 0;
   int generated = 0;
+  bool stopped = false;  // generated a stop token
   int reserved = 0;  // decode blocks it may still allocate
   // plan.awaits: segments another running request still encodes. The prefix among them gates
   // this request's own encodes (they attend to it); all of them gate its copies and prompt.
@@ -184,6 +185,7 @@ ServingResult run_scheduler(const Workload& workload, KvCacheManager& cache, Ste
     Live& victim = *live.back();
     release(victim, false);
     result.records[victim.request].preemptions += 1;
+    result.records[victim.request].tokens.clear();  // recomputed from scratch
     result.preemptions += 1;
     ++returns;
     waiting.push_front(victim.request);
@@ -387,23 +389,24 @@ ServingResult run_scheduler(const Workload& workload, KvCacheManager& cache, Ste
         cache.publish_encoded(l->plan);
       }
     }
+    auto emit = [&](Live& l, int32_t token) {
+      l.last = token;
+      l.generated += 1;
+      if (options.keep_tokens) result.records[l.request].tokens.push_back(token);
+      l.stopped = std::find(options.stop_tokens.begin(), options.stop_tokens.end(), token) != options.stop_tokens.end();
+    };
     for (auto [l, piece] : prompts_done) {
       l->decoding = true;
-      l->last = work.prefill[piece].token;
-      l->generated = 1;
+      emit(*l, work.prefill[piece].token);
       result.records[l->request].first_token_s = now;
       if (options.keep_tokens) result.records[l->request].tokens = {l->last};
     }
-    for (std::size_t i = 0; i < decoders.size(); ++i) {
-      decoders[i]->last = work.decode_out[i];
-      decoders[i]->generated += 1;
-      if (options.keep_tokens) result.records[decoders[i]->request].tokens.push_back(decoders[i]->last);
-    }
+    for (std::size_t i = 0; i < decoders.size(); ++i) emit(*decoders[i], work.decode_out[i]);
     const PoolUsage usage = cache.usage();
     result.peak_blocks = std::max(result.peak_blocks, usage.in_use);
     for (std::size_t i = 0; i < live.size();) {
       Live& l = *live[i];
-      if (l.decoding && l.generated >= workload.requests[l.request].output_tokens) {
+      if (l.decoding && (l.stopped || l.generated >= workload.requests[l.request].output_tokens)) {
         finish_request(l, now);
         live.erase(live.begin() + std::ptrdiff_t(i));
       } else {

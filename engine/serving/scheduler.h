@@ -12,9 +12,11 @@
 //   admitted first.
 // - Decode growth that still does not fit (only when an estimate was short) preempts the most
 //   recently admitted request: its blocks are freed and it is recomputed from scratch later.
-// Tokens are greedy (the device argmax path); output lengths are the workload's.
+// Tokens are greedy (the device argmax path); output lengths are the workload's, or shorter when
+// a request generates one of SchedulerOptions::stop_tokens (it counts, like the end of a reply).
 #include <atomic>
 #include <cstdint>
+#include <vector>
 
 #include "engine/kv/cache_manager.h"
 #include "engine/serving/serving_result.h"
@@ -29,7 +31,8 @@ struct SchedulerOptions {
   int step_tokens = 2048;   // tokens per step: decode sequences + prefill chunk tokens
   int max_running = 256;    // sequences admitted at once
   bool keep_samples = true; // ServingResult::samples
-  bool keep_tokens = false; // RequestRecord::tokens (tests compare runs token by token)
+  bool keep_tokens = false; // RequestRecord::tokens (eval's answers; tests compare runs token by token)
+  std::vector<int32_t> stop_tokens;  // a request ends when it generates one (e.g. the model's EOS)
 };
 
 // Streams a run to a GUI or a recorder; called on the scheduler's thread.

@@ -54,13 +54,13 @@ ServingEngine::ServingEngine(const ServingConfig& config, const ProgressFn& prog
     backend_->load_synthetic(shape_, config.weight_seed);
   } else {
     if (config.model.empty()) throw Error("--backend " + config.backend + " needs --model DIR|FILE or --synthetic SHAPE");
-    LoadedModel m = load_model(config.model, progress);
-    shape_ = m.config.shape;
-    identity_ = m.identity;
+    loaded_ = std::make_unique<LoadedModel>(load_model(config.model, progress));
+    shape_ = loaded_->config.shape;
+    identity_ = loaded_->identity;
     backend_ = make_backend(kind, config.cpu_threads);
     if (std::string why = backend_->unsupported_reason(shape_); !why.empty()) throw Error(why);
     if (progress) progress(0.9, "uploading weights to " + backend_->name());
-    backend_->load(shape_, m.weights.view());
+    backend_->load(shape_, loaded_->weights.view());
   }
   backend_name_ = backend_->name();
   bytes_per_block_ = shape_.kv_bytes_per_block(config.block_size, backend_->kv_element_bytes());

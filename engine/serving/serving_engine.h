@@ -17,6 +17,7 @@ namespace lazyscope {
 
 class Backend;
 class StepTimeModel;
+struct LoadedModel;
 
 struct ServingConfig {
   std::string backend = "accounting";  // cpu, cuda or accounting
@@ -51,6 +52,9 @@ class ServingEngine {
   ModelShape shape_;
   std::string identity_, backend_name_;
   std::size_t bytes_per_block_ = 0;
+  // The loaded checkpoint: the CPU backend reads its weights in place, so they live as long as it
+  // (declared before backend_, destroyed after it).
+  std::unique_ptr<LoadedModel> loaded_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<StepTimeModel> model_;
 };

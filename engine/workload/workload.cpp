@@ -101,6 +101,7 @@ Workload make_workload(const WorkloadOptions& o) {
   validate(o);
   Workload w;
   w.options = o;
+  w.source = "synthetic";
   std::mt19937_64 rng(o.seed * 0x9E3779B97F4A7C15ull + 17);
   if (o.prefix_tokens > 0) {
     w.prefix.push_back(1);  // BOS

@@ -64,6 +64,10 @@ struct Workload {
   std::vector<int32_t> prefix;
   std::vector<std::vector<int32_t>> documents;
   std::vector<WorkloadRequest> requests;
+  // Corpus workloads (corpora/workload_trace.h): each pool document's source id and title, for
+  // display; empty for synthetic documents. Prompts still label documents "doc <index>".
+  std::vector<std::string> document_ids, document_titles;
+  std::string source;  // what the documents and requests came from ("synthetic", "sample corpus, 177 questions")
   // The request's prompt as the KV cache sees it; documents labelled "doc <index>".
   PromptLayout layout(const WorkloadRequest& request) const;
 };

@@ -25,6 +25,9 @@ EvalReport run_tiny(const DocumentStore& store, int questions) {
   limit_questions(set, questions);
   EvalOptions options;
   options.max_new_tokens = 6;
+  // Through the serving scheduler, two in flight: later questions find the passages earlier
+  // ones encoded (five at once would all encode them side by side).
+  options.concurrency = 2;
   EvaluationRunner runner(store, set, three_configs(), options);
   SessionOptions so;
   so.model = lazyscope::testing::tiny_model_dir();
@@ -143,6 +146,7 @@ TEST(EvaluationRun, CancelKeepsOnlyFinishedQuestions) {
   limit_questions(set, 4);
   EvalOptions options;
   options.max_new_tokens = 4;
+  options.concurrency = 1;  // one request at a time: progress after every question
   EvaluationRunner runner(store, set, {{Mode::Block, Policy::Lazy}}, options);
   SessionOptions so;
   so.model = lazyscope::testing::tiny_model_dir();
@@ -160,6 +164,96 @@ TEST(EvaluationRun, CancelKeepsOnlyFinishedQuestions) {
   EXPECT_TRUE(report.cancelled);
   EXPECT_EQ(report.questions.size(), 2u);
   EXPECT_EQ(report_json(report)["finished_questions"], 2);
+}
+
+// The serving scheduler's path (several questions in flight, batched decode, rounds of
+// 4 x concurrency questions) gives every configuration the same tokens as one request at a time
+// on the exact CPU, each policy on its own pool and history.
+TEST(EvaluationRun, BatchedAnswersEqualSequentialOnTheExactCpu) {
+  DocumentStore store =
+      DocumentStore::open(default_sample_corpus_db(), DocumentStore::Mode::read_only);
+  QuestionSet set = sample_question_set();
+  limit_questions(set, 10);
+  const std::vector<EvalConfig> configs = {{Mode::Full, Policy::None},
+                                           {Mode::Block, Policy::Lazy},
+                                           {Mode::Block, Policy::Materialized},
+                                           {Mode::Block, Policy::Positional}};
+  auto run = [&](int concurrency) {
+    EvalOptions options;
+    options.max_new_tokens = 8;
+    options.concurrency = concurrency;
+    EvaluationRunner runner(store, set, configs, options);
+    SessionOptions so;
+    so.model = lazyscope::testing::tiny_model_dir();
+    so.backend = BackendKind::Cpu;
+    so.cpu_precision = CpuPrecision::Exact;
+    so.policies = runner.policies();
+    Session session(so);
+    return runner.run(session);
+  };
+  const EvalReport one = run(1);
+  const EvalReport batched = run(2);  // rounds of 8: 8 + 2 questions
+  ASSERT_EQ(one.questions.size(), 10u);
+  ASSERT_EQ(batched.questions.size(), 10u);
+  EXPECT_FALSE(batched.cancelled);
+  EXPECT_EQ(report_json(batched)["concurrency"], 2);
+  int generated = 0;
+  for (std::size_t q = 0; q < one.questions.size(); ++q) {
+    const QuestionResult& a = one.questions[q];
+    const QuestionResult& b = batched.questions[q];
+    EXPECT_EQ(a.question.id, b.question.id);
+    EXPECT_EQ(a.passage_ids, b.passage_ids);
+    for (std::size_t c = 0; c < configs.size(); ++c) {
+      ASSERT_TRUE(b.answers[c].ran);
+      EXPECT_EQ(a.answers[c].ids, b.answers[c].ids) << a.question.id << " " << configs[c].key();
+      EXPECT_EQ(a.answers[c].text, b.answers[c].text);
+      EXPECT_EQ(a.answers[c].prompt_tokens, b.answers[c].prompt_tokens);
+      EXPECT_GT(b.answers[c].ttft_ms, 0.0);
+      EXPECT_GE(b.answers[c].request_ms, b.answers[c].ttft_ms);
+      generated += b.answers[c].generated_tokens;
+    }
+    ASSERT_TRUE(b.identity.has_value());
+    EXPECT_TRUE(b.identity->acceptable());
+  }
+  EXPECT_GT(generated, 0);
+  EXPECT_TRUE(batched.identity().ok());
+  const auto s = batched.summaries();
+  ASSERT_EQ(s.size(), configs.size());
+  EXPECT_EQ(s[0].token_hit_ratio, 0.0);  // full/none keeps nothing
+  EXPECT_GT(s[1].token_hit_ratio, 0.0);  // lazy reuses the passages earlier questions encoded
+  for (const ConfigSummary& c : s) {
+    EXPECT_GT(c.seconds, 0.0);
+    EXPECT_GT(c.output_tokens_per_s, 0.0);
+  }
+}
+
+TEST(EvaluationRun, CancelInBatchedModeDropsTheUnfinishedRound) {
+  DocumentStore store =
+      DocumentStore::open(default_sample_corpus_db(), DocumentStore::Mode::read_only);
+  QuestionSet set = sample_question_set();
+  limit_questions(set, 12);
+  EvalOptions options;
+  options.max_new_tokens = 4;
+  options.concurrency = 2;  // rounds of 8 questions
+  EvaluationRunner runner(store, set, {{Mode::Block, Policy::Lazy}}, options);
+  SessionOptions so;
+  so.model = lazyscope::testing::tiny_model_dir();
+  so.backend = BackendKind::Cpu;
+  Session session(so);
+  std::atomic<bool> cancel{false};
+  const EvalReport report = runner.run(
+      session,
+      [&](const EvalProgress& p) {
+        if (p.done == 8) cancel.store(true);
+      },
+      &cancel);
+  EXPECT_TRUE(report.cancelled);
+  EXPECT_EQ(report.questions.size(), 8u);
+
+  std::atomic<bool> at_once{true};
+  const EvalReport none = runner.run(session, {}, &at_once);
+  EXPECT_TRUE(none.cancelled);
+  EXPECT_TRUE(none.questions.empty());
 }
 
 TEST(EvaluationRun, OptionsAndConfigurationsAreChecked) {
@@ -180,6 +274,12 @@ TEST(EvaluationRun, OptionsAndConfigurationsAreChecked) {
   EXPECT_NE(error_of([&] {
               EvaluationRunner(store, sample_question_set(), three_configs(), bad_k);
             }).find("-k must be"),
+            std::string::npos);
+  EvalOptions bad_concurrency;
+  bad_concurrency.concurrency = 0;
+  EXPECT_NE(error_of([&] {
+              EvaluationRunner(store, sample_question_set(), three_configs(), bad_concurrency);
+            }).find("--concurrency must be between 1 and 256 (got 0)"),
             std::string::npos);
 }
 

@@ -56,5 +56,38 @@ TEST(ImportCorpus, LoaderErrorsLeaveNoStore) {
   EXPECT_FALSE(std::filesystem::exists(dir / "c.db"));
 }
 
+TEST(ImportCorpus, ACancelledImportLeavesThePreviousStoreAsItWas) {
+  TempDir dir;
+  auto small = dir.write("small.jsonl", "{\"id\": \"a\", \"title\": \"A\", \"text\": \"Only one.\"}\n");
+  import_corpus(small, CorpusFormat::jsonl, dir / "c.db");
+  std::string lines;
+  for (int i = 0; i < 3000; ++i)
+    lines += "{\"id\": \"d" + std::to_string(i) + "\", \"title\": \"T\", \"text\": \"Words " +
+             std::to_string(i) + " here.\"}\n";
+  auto big = dir.write("big.jsonl", lines);
+  std::atomic<bool> cancel{false};
+  ImportCorpusOptions options;
+  double cancelled_at = -1;
+  // Cancel once the writing has begun (past the loader's share), as a Cancel press would.
+  options.progress = cancellable(
+      [&](double f, std::string_view) {
+        if (f > 0.5 && cancelled_at < 0) {
+          cancelled_at = f;
+          cancel.store(true);
+        }
+      },
+      &cancel);
+  EXPECT_THROW(import_corpus(big, CorpusFormat::jsonl, dir / "c.db", options), Cancelled);
+  EXPECT_GT(cancelled_at, 0.5);
+  EXPECT_LT(cancelled_at, 1.0);
+  DocumentStore store = DocumentStore::open(dir / "c.db");
+  EXPECT_EQ(store.count(), 1);
+  EXPECT_EQ(store.get("a").text, "Only one.");
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    const std::string name = entry.path().filename().string();
+    EXPECT_TRUE(name == "c.db" || name == "small.jsonl" || name == "big.jsonl") << "left behind: " << name;
+  }
+}
+
 }  // namespace
 }  // namespace lazyscope::corpora

@@ -30,6 +30,11 @@ void EvaluationModel::add(const corpora::QuestionResult& result) {
   Q_EMIT reportChanged();
 }
 
+void EvaluationModel::setConfigSeconds(std::vector<double> seconds) {
+  report_.config_seconds = std::move(seconds);
+  Q_EMIT reportChanged();
+}
+
 void EvaluationModel::setReport(corpora::EvalReport report) {
   beginResetModel();
   report_ = std::move(report);

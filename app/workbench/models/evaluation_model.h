@@ -18,6 +18,9 @@ class EvaluationModel : public QAbstractTableModel {
 
   void start(const std::vector<corpora::EvalConfig>& configs, const QString& model, int planned);
   void add(const corpora::QuestionResult& result);
+  // Each configuration's seconds when the run ended (tokens/s divide by them; batched runs
+  // overlap their requests, so the sum of request times would not be the time taken).
+  void setConfigSeconds(std::vector<double> seconds);
   // Shows a finished report (an evaluation JSON opened from disk).
   void setReport(corpora::EvalReport report);
   void clear();

@@ -1,12 +1,15 @@
 #include "app/workbench/views/equivalence_view.h"
 
 #include <QHBoxLayout>
+#include <QFontMetrics>
 #include <QHelpEvent>
+#include <QResizeEvent>
 #include <QLabel>
 #include <QLinearGradient>
 #include <QPainter>
 #include <QToolTip>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
 
 namespace lazyscope::workbench {
@@ -15,12 +18,25 @@ namespace {
 constexpr int kStripHeight = 30;
 constexpr int kTop = 4;
 
+QFont scaled_font(const QFont& base, double factor) {
+  QFont f = base;
+  f.setPointSizeF(f.pointSizeF() * factor);
+  return f;
+}
+
 // A colour bar from 1e-7 to 1e-1 with labels, so the strip's colours read as numbers.
 class DifferenceScale : public QWidget {
  public:
   using QWidget::QWidget;
-  QSize sizeHint() const override { return {200, 30}; }
-  QSize minimumSizeHint() const override { return {160, 30}; }
+  // Room for the bar and a line of labels, in the labels' own font (any scale, any font size).
+  QSize sizeHint() const override {
+    const QFontMetrics m(scaled_font(font(), 0.85));
+    return {m.horizontalAdvance(QStringLiteral("≤1e-7  1e-5  1e-3  ≥1e-1")) * 3 / 2, 14 + m.height()};
+  }
+  QSize minimumSizeHint() const override {
+    const QFontMetrics m(scaled_font(font(), 0.85));
+    return {m.horizontalAdvance(QStringLiteral("≤1e-7 1e-5 1e-3 ≥1e-1")) + 8, 14 + m.height()};
+  }
 
  protected:
   void paintEvent(QPaintEvent*) override {
@@ -32,9 +48,7 @@ class DifferenceScale : public QWidget {
       p.drawLine(bar.left() + x, bar.top(), bar.left() + x, bar.bottom());
     }
     p.setPen(palette().color(QPalette::WindowText));
-    QFont f = font();
-    f.setPointSizeF(f.pointSizeF() * 0.85);
-    p.setFont(f);
+    p.setFont(scaled_font(font(), 0.85));
     const char* labels[] = {"≤1e-7", "1e-5", "1e-3", "≥1e-1"};  // at 0, 1/3, 2/3, 1 of the bar
     for (int i = 0; i < 4; ++i) {
       const int x = bar.left() + i * (bar.width() - 1) / 3;
@@ -73,8 +87,11 @@ EquivalenceStrip::EquivalenceStrip(EquivalenceModel* model, QWidget* parent)
   connect(model_, &EquivalenceModel::reportChanged, this, qOverload<>(&QWidget::update));
 }
 
-QSize EquivalenceStrip::sizeHint() const { return {600, kStripHeight + kTop + 18}; }
-QSize EquivalenceStrip::minimumSizeHint() const { return {100, kStripHeight + kTop + 18}; }
+// The step numbers under the cells need a line of their small font.
+QSize EquivalenceStrip::sizeHint() const {
+  return {600, kStripHeight + kTop + 4 + QFontMetrics(scaled_font(font(), 0.8)).height()};
+}
+QSize EquivalenceStrip::minimumSizeHint() const { return {100, sizeHint().height()}; }
 
 int EquivalenceStrip::cellWidth() const {
   const int steps = model_->rowCount() + model_->report().uncompared_steps;
@@ -108,9 +125,8 @@ void EquivalenceStrip::paintEvent(QPaintEvent* event) {
   const int cells = int(steps.size()) + model_->report().uncompared_steps;
   const int first = std::max(0, (event->rect().left() - 4) / std::max(1, w));
   const int last = std::min(cells - 1, (event->rect().right() - 4) / std::max(1, w));
-  QFont small = font();
-  small.setPointSizeF(small.pointSizeF() * 0.8);
-  p.setFont(small);
+  p.setFont(scaled_font(font(), 0.8));
+  const int label_y = kTop + kStripHeight + 2 + p.fontMetrics().ascent();
   const int label_every = std::max(1, int(std::ceil(36.0 / w)));
   const bool near_tie = model_->report().verdict == EquivalenceVerdict::NearTie;
   for (int i = first; i <= last; ++i) {
@@ -121,7 +137,7 @@ void EquivalenceStrip::paintEvent(QPaintEvent* event) {
       p.fillRect(cell, QBrush(QColor(170, 170, 170), Qt::BDiagPattern));
       if (i % label_every == 0) {
         p.setPen(palette().color(QPalette::WindowText));
-        p.drawText(QPoint(cell.left(), kTop + kStripHeight + 13), QString::number(i));
+        p.drawText(QPoint(cell.left(), label_y), QString::number(i));
       }
       continue;
     }
@@ -140,7 +156,7 @@ void EquivalenceStrip::paintEvent(QPaintEvent* event) {
     }
     if (i % label_every == 0) {
       p.setPen(palette().color(QPalette::WindowText));
-      p.drawText(QPoint(cell.left(), kTop + kStripHeight + 13), QString::number(i));
+      p.drawText(QPoint(cell.left(), label_y), QString::number(i));
     }
   }
 }
@@ -203,6 +219,20 @@ void EquivalenceView::refresh() {
   summary_->setText(mark + model_.summary());
   summary_->setToolTip(report.explanation);
   summary_->setStyleSheet(style);
+  updateGeometry();
+}
+
+QSize EquivalenceView::minimumSizeHint() const {
+  // Dock layouts ignore height-for-width: the minimum is the wrapped verdict's height here.
+  QSize size = QWidget::minimumSizeHint();
+  if (layout() && layout()->hasHeightForWidth() && width() > 0)
+    size.setHeight(std::max(size.height(), layout()->heightForWidth(width())));
+  return size;
+}
+
+void EquivalenceView::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  if (event->oldSize().width() != width()) updateGeometry();
 }
 
 }  // namespace lazyscope::workbench

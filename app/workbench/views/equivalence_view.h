@@ -36,6 +36,11 @@ class EquivalenceView : public QWidget {
   explicit EquivalenceView(QWidget* parent = nullptr);
   EquivalenceModel* model() { return &model_; }
   QString summaryText() const;
+  // At least the height the wrapped verdict needs at the current width.
+  QSize minimumSizeHint() const override;
+
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   void refresh();

@@ -292,6 +292,7 @@ bool EvaluationPanel::start() {
   progress_->setRange(0, 0);  // busy until the session is loaded
   QMetaObject::invokeMethod(worker_, "run", Qt::QueuedConnection,
                             Q_ARG(lazyscope::workbench::EvaluationPlan, plan));
+  Q_EMIT evaluationStarted();
   return true;
 }
 
@@ -330,10 +331,13 @@ void EvaluationPanel::onQuestion(const corpora::QuestionResult& result, int done
                        .arg(total)
                        .arg(QString::fromStdString(result.question.id))
                        .arg(format_seconds(remaining_s)));
+  Q_EMIT progressChanged(total > 0 ? double(done) / total : 0.0, status_->text());
 }
 
-void EvaluationPanel::onFinished(bool cancelled, double wall_seconds) {
+void EvaluationPanel::onFinished(bool cancelled, double wall_seconds,
+                                 const QList<double>& config_seconds) {
   setRunning(false);
+  model_.setConfigSeconds(std::vector<double>(config_seconds.begin(), config_seconds.end()));
   const int done = int(model_.report().questions.size());
   status_->setText(
       cancelled ? tr("Stopped: %1 of %2 questions finished (kept).")

@@ -3,6 +3,7 @@
 // policies, a bar chart of exact match / containment / F1 per configuration, the lazy vs
 // materialized identity verdict, the block-vs-full warning, and a table of the questions where
 // the configurations disagree; clicking a row loads that question and its passages.
+#include <QList>
 #include <QThread>
 #include <QWidget>
 #include <functional>
@@ -67,11 +68,14 @@ class EvaluationPanel : public QWidget {
   void questionActivated(const QString& question,
                          const std::vector<lazyscope::workbench::DocumentEntry>& passages);
   void evaluationFinished(bool cancelled);
+  // For the window's status bar: a run began, and how far it is (fraction of the questions).
+  void evaluationStarted();
+  void progressChanged(double fraction, const QString& what);
 
  private:
   void onStarted(const std::vector<corpora::EvalConfig>& configs, int total, const QString& model);
   void onQuestion(const corpora::QuestionResult& result, int done, int total, double remaining_s);
-  void onFinished(bool cancelled, double wall_seconds);
+  void onFinished(bool cancelled, double wall_seconds, const QList<double>& config_seconds);
   void onFailed(const QString& message);
   void activateRow(const QModelIndex& index);
   void replot();

@@ -3,8 +3,10 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
+#include <QResizeEvent>
 #include <QSizePolicy>
 #include <QVBoxLayout>
+#include <algorithm>
 
 namespace lazyscope::workbench {
 
@@ -31,7 +33,9 @@ WelcomePage::WelcomePage(QWidget* parent) : QWidget(parent) {
          "materialized writes a re-rotated copy of each."));
   workload_ = new QPushButton(tr("3  Open a workload"), this);
   workload_->setObjectName(QStringLiteral("welcome_workload"));
-  for (QPushButton* button : {ask_, reorder_, workload_}) button->setMinimumHeight(30);
+  // Two text lines tall, in the font's own units: right at any scale factor and font size.
+  for (QPushButton* button : {ask_, reorder_, workload_})
+    button->setMinimumHeight(button->fontMetrics().height() * 2);
   connect(ask_, &QPushButton::clicked, this, &WelcomePage::askSampleQuestion);
   connect(reorder_, &QPushButton::clicked, this, &WelcomePage::reorderAndRerun);
   connect(workload_, &QPushButton::clicked, this, &WelcomePage::openWorkload);
@@ -64,6 +68,7 @@ void WelcomePage::setBusy(bool busy) {
 void WelcomePage::setSummary(const QString& html) {
   summary_->setText(html);
   summary_->setVisible(!html.isEmpty());
+  updateGeometry();
   Q_EMIT contentChanged();
 }
 
@@ -103,7 +108,21 @@ void WelcomePage::refresh() {
              "of each. The <b>Equivalence</b> strip compares their logits step by step."));
       break;
   }
+  updateGeometry();
   Q_EMIT contentChanged();
+}
+
+QSize WelcomePage::minimumSizeHint() const {
+  // Dock layouts ignore height-for-width: the minimum is the wrapped text's height at this width.
+  QSize size = QWidget::minimumSizeHint();
+  if (layout() && layout()->hasHeightForWidth() && width() > 0)
+    size.setHeight(std::max(size.height(), layout()->heightForWidth(width())));
+  return size;
+}
+
+void WelcomePage::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  if (event->oldSize().width() != width()) updateGeometry();  // another width, another minimum
 }
 
 }  // namespace lazyscope::workbench

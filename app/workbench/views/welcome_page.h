@@ -27,6 +27,8 @@ class WelcomePage : public QWidget {
   void setSummary(const QString& html);
   // Enables "Open a workload" once a workload lab is there to open.
   void setWorkloadAvailable(bool available, const QString& tooltip = {});
+  // At least the height the wrapped text needs at the current width.
+  QSize minimumSizeHint() const override;
 
  Q_SIGNALS:
   void askSampleQuestion();
@@ -34,6 +36,9 @@ class WelcomePage : public QWidget {
   void openWorkload();
   // The text changed: the page may need another height.
   void contentChanged();
+
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   void refresh();

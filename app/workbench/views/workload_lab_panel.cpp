@@ -19,8 +19,11 @@
 #include <QSplitter>
 #include <QTableView>
 #include <QTabWidget>
+#include <QTextBrowser>
 #include <QTimer>
 #include <QVBoxLayout>
+#include <algorithm>
+#include <cstdlib>
 
 #include "app/workbench/views/cache_stats_view.h"
 #include "app/workbench/views/pool_strips_view.h"
@@ -101,9 +104,28 @@ WorkloadLabPanel::WorkloadLabPanel(QWidget* parent) : QWidget(parent) {
   tabs_->addTab(live_charts_, tr("Batch, TTFT, throughput"));
   comparison_ = new WorkloadComparisonCharts(tabs_);
   tabs_->addTab(comparison_, tr("Comparison"));
+  auto* requests_split = new QSplitter(Qt::Horizontal, tabs_);
+  requests_table_ = new QTableView(requests_split);
+  requests_table_->setObjectName(QStringLiteral("workload_requests"));
+  requests_table_->setModel(&request_rows_);
+  requests_table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  requests_table_->setSelectionMode(QAbstractItemView::SingleSelection);
+  // Fixed widths: measuring 10,000 rows' contents would stall the window.
+  requests_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
+  requests_table_->horizontalHeader()->setDefaultSectionSize(110);
+  requests_table_->verticalHeader()->setVisible(false);
+  requests_table_->setToolTip(tr("The requests of the run selected in the results table; click one for its details"));
+  details_ = new QTextBrowser(requests_split);
+  details_->setObjectName(QStringLiteral("workload_request_details"));
+  details_->setPlaceholderText(tr("Select a run in the results table, then click a request: its documents, their "
+                                  "placements and shifts, and what the policy shared, encoded or copied for it."));
+  requests_split->setStretchFactor(0, 2);
+  requests_split->setStretchFactor(1, 3);
+  tabs_->addTab(requests_split, tr("Requests"));
   connect(tabs_, &QTabWidget::currentChanged, this, [this] {
     dirty_ = true;
     live_charts_->markDirty();
+    fillRequestsIfShown();
   });
 
   auto* pool_scroll = new QScrollArea(right);
@@ -118,6 +140,14 @@ WorkloadLabPanel::WorkloadLabPanel(QWidget* parent) : QWidget(parent) {
   table_->setSelectionMode(QAbstractItemView::SingleSelection);
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   table_->verticalHeader()->setVisible(false);
+  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+          [this](const QModelIndex& current) { onRunSelected(current.row()); });
+  connect(requests_table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+          [this](const QModelIndex& current) { onRequestSelected(current.row()); });
+  connect(&results_, &QAbstractItemModel::modelReset, this, [this] {
+    // A reset (a new row) keeps the chosen run's requests on screen.
+    if (selected_run_ >= 0 && selected_run_ < results_.rowCount()) table_->selectRow(selected_run_);
+  });
   right->setStretchFactor(0, 4);
   right->setStretchFactor(1, 2);
   right->setStretchFactor(2, 2);
@@ -143,6 +173,7 @@ WorkloadLabPanel::WorkloadLabPanel(QWidget* parent) : QWidget(parent) {
           [this](std::shared_ptr<const Workload> w, qint64 bytes_per_block) {
             workload_ = std::move(w);
             bytes_per_block_ = bytes_per_block;
+            prompts_ = workload_prompts(*workload_);
           });
   connect(worker_, &WorkloadWorker::runStarted, this, &WorkloadLabPanel::onRunStarted);
   connect(worker_, &WorkloadWorker::requestsStreamed, this, &WorkloadLabPanel::onRequests);
@@ -178,12 +209,35 @@ void WorkloadLabPanel::buildForm(QWidget* form) {
   cpu_preset->setToolTip(tr("The default model on the CPU: 12 documents × 64 tokens, 2 per request, 10 requests, "
                             "concurrency 3, none / materialized / lazy at 24 MiB per policy"));
   connect(cpu_preset, &QPushButton::clicked, this, [this] { setConfig(small_cpu_preset()); });
+  auto* trace_preset = new QPushButton(tr("Corpus trace on CPU"), form);
+  trace_preset->setObjectName(QStringLiteral("workload_trace_preset"));
+  trace_preset->setToolTip(tr("The default model on the CPU: the loaded corpus's first 8 questions, each with its "
+                              "BM25 top-2 passages, concurrency 3, 4 output tokens, none / materialized / lazy at "
+                              "64 MiB per policy"));
+  connect(trace_preset, &QPushButton::clicked, this, [this] { setConfig(corpus_trace_cpu_preset(corpus_)); });
   auto* presets = new QWidget(form);
   auto* presets_row = new QHBoxLayout(presets);
   presets_row->setContentsMargins(0, 0, 0, 0);
   presets_row->addWidget(preset);
   presets_row->addWidget(cpu_preset);
+  presets_row->addWidget(trace_preset);
   layout->addRow(presets);
+  source_ = new QComboBox(form);
+  source_->setObjectName(QStringLiteral("workload_source"));
+  source_->addItem(tr("synthetic token documents"), QString());
+  source_->addItem(tr("corpus questions + BM25 top-k (trace)"), QStringLiteral("questions"));
+  source_->addItem(tr("corpus passages by popularity"), QStringLiteral("zipf"));
+  source_->setToolTip(tr("Synthetic documents of random tokens, or the loaded corpus: each question with its BM25 "
+                         "top-k passages in rank order, or its passages drawn by Zipf popularity; passages are "
+                         "tokenized by the model's tokenizer"));
+  layout->addRow(tr("Documents"), source_);
+  corpus_label_ = new QLabel(form);
+  corpus_label_->setWordWrap(true);
+  layout->addRow(tr("Corpus"), corpus_label_);
+  top_k_ = spin(1, 64, 4, form);
+  top_k_->setToolTip(tr("Passages BM25 retrieves per question (1-64)"));
+  layout->addRow(tr("Top-k passages"), top_k_);
+  connect(source_, &QComboBox::currentIndexChanged, this, &WorkloadLabPanel::updateSourceFields);
   backend_ = new QComboBox(form);
   backend_->addItem(tr("accounting (H200 step-time model)"), QStringLiteral("accounting"));
   backend_->addItem(tr("CPU (real tensors)"), QStringLiteral("cpu"));
@@ -234,7 +288,7 @@ void WorkloadLabPanel::buildForm(QWidget* form) {
     rate_->setEnabled(arrivals_->currentIndex() == 1);
   };
   connect(arrivals_, &QComboBox::currentIndexChanged, this, arrivals_changed);
-  connect(layout_, &QComboBox::currentIndexChanged, this, [this] { zipf_->setEnabled(layout_->currentIndex() == 0); });
+  connect(layout_, &QComboBox::currentIndexChanged, this, [this] { updateSourceFields(); });
   query_tokens_ = spin(1, 131072, 16, form);
   layout->addRow(tr("Query tokens"), query_tokens_);
   output_tokens_ = spin(1, 65536, 8, form);
@@ -284,6 +338,29 @@ void WorkloadLabPanel::buildForm(QWidget* form) {
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   layout->addRow(status_);
   arrivals_changed();
+  setCorpus({}, 0);
+}
+
+void WorkloadLabPanel::setCorpus(const QString& path, int questions) {
+  corpus_ = path.isEmpty() ? QStringLiteral("sample") : path;
+  corpus_questions_ = questions;
+  const QString name = path.isEmpty() ? tr("the bundled sample") : path;
+  corpus_label_->setText(questions > 0 ? tr("%1 (%2 questions)").arg(name).arg(questions) : name);
+}
+
+void WorkloadLabPanel::updateSourceFields() {
+  const QString trace = source_->currentData().toString();
+  const bool corpus = !trace.isEmpty();
+  const bool questions = trace == QLatin1String("questions");
+  top_k_->setEnabled(questions);
+  corpus_label_->setEnabled(corpus);
+  // The corpus decides passage lengths; a trace also decides documents, order and queries.
+  doc_tokens_->setEnabled(!corpus);
+  prefix_tokens_->setEnabled(!corpus);
+  for (QWidget* w : std::initializer_list<QWidget*>{documents_, docs_per_request_, layout_, order_, query_tokens_})
+    w->setEnabled(!questions);
+  zipf_->setEnabled(!questions && layout_->currentIndex() == 0);
+  requests_->setToolTip(questions ? tr("Serve the first N questions (all of them when N is larger)") : QString());
 }
 
 void WorkloadLabPanel::updateBackendFields() {
@@ -326,8 +403,13 @@ void WorkloadLabPanel::setConfig(const WorkloadLabConfig& c) {
     sweep_->setText(list.join(QLatin1Char(',')));
   }
   block_size_->setValue(c.block_size);
+  source_->setCurrentIndex(c.corpus.isEmpty() ? 0 : std::max(1, source_->findData(c.trace)));
+  if (!c.corpus.isEmpty() && c.corpus != corpus_) setCorpus(c.corpus == QLatin1String("sample") ? QString() : c.corpus, 0);
+  top_k_->setValue(c.top_k);
+  if (!c.corpus.isEmpty() && c.trace == QLatin1String("questions") && c.questions > 0) requests_->setValue(c.questions);
   for (auto it = policy_boxes_.begin(); it != policy_boxes_.end(); ++it) it.value()->setChecked(c.policies.contains(it.key()));
   updateBackendFields();
+  updateSourceFields();
 }
 
 WorkloadLabConfig WorkloadLabPanel::config() const {
@@ -360,6 +442,14 @@ WorkloadLabConfig WorkloadLabPanel::config() const {
     if (c.budgets.isEmpty()) throw Error("Budget sweep: empty list (expected e.g. 512MiB,1GiB,unlimited)");
   }
   c.block_size = block_size_->value();
+  c.trace = source_->currentData().toString();
+  if (!c.trace.isEmpty()) {
+    c.corpus = corpus_;
+    c.top_k = top_k_->value();
+    c.questions = c.trace == QLatin1String("questions") ? requests_->value() : 0;
+  } else {
+    c.trace = QStringLiteral("questions");
+  }
   c.policies.clear();
   for (const char* p : kPolicies) {
     if (policy_boxes_.value(QString::fromLatin1(p))->isChecked()) c.policies << QString::fromLatin1(p);
@@ -388,6 +478,10 @@ bool WorkloadLabPanel::startRun() {
   results_.clear();
   resetPlots();
   workload_.reset();
+  prompts_ = {};
+  last_config_ = c;
+  replay_ = false;
+  replay_metadata_.clear();
   streamed_requests_ = 0;
   error_.clear();
   running_ = true;
@@ -411,6 +505,11 @@ QString WorkloadLabPanel::statusText() const { return status_->text(); }
 void WorkloadLabPanel::setStatus(const QString& text) { status_->setText(text); }
 
 void WorkloadLabPanel::resetPlots() {
+  selected_run_ = -1;
+  requests_stale_ = false;
+  request_rows_.setRun(nullptr);
+  details_->clear();
+  details_html_.clear();
   hit_plot_->clearGraphs();
   live_charts_->clear();
   pools_->clear();
@@ -465,6 +564,7 @@ double WorkloadLabPanel::liveHitRatio(const QString& policy, qint64 budget) cons
 
 void WorkloadLabPanel::onRunFinished(const WorkloadRunKey&, const ServingResult& result) {
   results_.add(result);
+  if (selected_run_ < 0) selectRun(0);
   comparison_->setResults(results_.results());
   dirty_ = true;
 }
@@ -493,6 +593,121 @@ void WorkloadLabPanel::replotVisible() {
     hit_plot_->xAxis->rescale();
     hit_plot_->replot(QCustomPlot::rpQueuedReplot);
   }
+}
+
+void WorkloadLabPanel::selectRun(int row) {
+  if (row < 0 || row >= results_.rowCount()) return;
+  table_->selectRow(row);
+  onRunSelected(row);
+}
+
+void WorkloadLabPanel::selectRequest(int row) {
+  if (requests_stale_) {
+    requests_stale_ = false;
+    request_rows_.setRun(results_.resultAt(selected_run_));
+  }
+  if (row < 0 || row >= request_rows_.rowCount()) return;
+  requests_table_->selectRow(row);
+  onRequestSelected(row);
+}
+
+void WorkloadLabPanel::onRunSelected(int row) {
+  const ServingResult* run = results_.resultAt(row);
+  if (!run || row == selected_run_) return;
+  selected_run_ = row;
+  requests_stale_ = true;
+  request_rows_.setRun(nullptr);
+  details_->clear();
+  details_html_.clear();
+  fillRequestsIfShown();
+}
+
+void WorkloadLabPanel::fillRequestsIfShown() {
+  // The request list is filled when the Requests tab is on screen (or asked for), not per row added.
+  if (!requests_stale_ || tabs_->currentWidget() != requests_table_->parentWidget()) return;
+  requests_stale_ = false;
+  request_rows_.setRun(results_.resultAt(selected_run_));
+}
+
+void WorkloadLabPanel::onRequestSelected(int row) {
+  const ServingResult* run = results_.resultAt(selected_run_);
+  const RequestRecord* record = request_rows_.recordAt(row);
+  if (!run || !record) return;
+  details_html_ = request_details_html(*run, *record, prompts_, bytes_per_block_);
+  details_->setHtml(details_html_);
+}
+
+QString WorkloadLabPanel::requestDetailsHtml() const { return details_html_; }
+
+std::map<std::string, std::string> WorkloadLabPanel::reportMetadata() const {
+  if (replay_) return replay_metadata_;
+  // The keys `lazyscope-cli workload --record` writes, from the config of the last run.
+  const WorkloadLabConfig& c = last_config_;
+  const WorkloadOptions& w = workload_ ? workload_->options : c.workload;
+  std::map<std::string, std::string> m;
+  auto put = [&m](const char* key, const std::string& value) { m[std::string("workload.") + key] = value; };
+  put("origin", "workbench Workload Lab");
+  put("backend", c.backend.toStdString());
+  put("model", (c.backend == QLatin1String("accounting") || c.model.isEmpty() ? c.shape : c.model).toStdString());
+  put("preset", c.preset.toStdString());
+  put("documents", std::to_string(w.documents));
+  put("doc_tokens", std::to_string(w.doc_tokens));
+  put("docs_per_request", std::to_string(w.docs_per_request));
+  put("zipf", std::to_string(w.zipf));
+  put("layout", to_string(w.layout));
+  put("doc_order", to_string(w.order));
+  put("requests", std::to_string(w.requests));
+  put("concurrency", w.open_loop() ? "null" : std::to_string(w.concurrency));
+  put("rate", w.open_loop() ? std::to_string(w.rate) : "null");
+  put("query_tokens", std::to_string(w.query_tokens));
+  put("output_tokens", std::to_string(w.output_tokens));
+  put("prefix_tokens", std::to_string(w.prefix_tokens));
+  put("seed", std::to_string(w.seed));
+  put("block_size", std::to_string(c.block_size));
+  put("step_tokens", std::to_string(c.step_tokens));
+  put("bytes_per_block", std::to_string(bytes_per_block_));
+  if (!c.corpus.isEmpty()) {
+    put("corpus", c.corpus.toStdString());
+    put("trace", c.trace.toStdString());
+    if (c.trace == QLatin1String("questions")) put("top_k", std::to_string(c.top_k));
+  }
+  if (workload_) put("source", workload_->source);
+  return m;
+}
+
+void WorkloadLabPanel::showReport(const WorkloadReport& report, const QString& path) {
+  if (running_) stopRun();
+  results_.clear();
+  resetPlots();
+  workload_.reset();
+  streamed_requests_ = 0;
+  error_.clear();
+  replay_ = true;
+  replay_metadata_ = report.metadata;
+  prompts_ = report.prompts;
+  const auto bpb = report.metadata.find("workload.bytes_per_block");
+  bytes_per_block_ = bpb == report.metadata.end() ? 0 : std::atoll(bpb->second.c_str());
+  // The saved runs go through the same paths as a live run's stream, so the plots are the same.
+  for (std::size_t i = 0; i < report.runs.size(); ++i) {
+    const ServingResult& r = report.runs[i];
+    const WorkloadRunKey key{int(i), QString::fromStdString(r.policy), r.kv_budget_bytes};
+    onRunStarted(key, r.num_blocks);
+    live_charts_->addSteps(key.run, QVector<StepSample>(r.samples.begin(), r.samples.end()));
+    QVector<RequestRecord> finished;
+    for (const RequestRecord& q : r.records) {
+      if (q.output_tokens > 0) finished.push_back(q);
+    }
+    std::stable_sort(finished.begin(), finished.end(),
+                     [](const RequestRecord& a, const RequestRecord& b) { return a.finish_s < b.finish_s; });
+    onRequests(key, finished);
+    onRunFinished(key, r);
+  }
+  progress_->setValue(1000);
+  setStatus(tr("Replayed from the session report %1: %2 runs (no engine run; the pool maps are not saved)")
+                .arg(path)
+                .arg(report.runs.size()));
+  dirty_ = true;
+  replotVisible();
 }
 
 }  // namespace lazyscope::workbench

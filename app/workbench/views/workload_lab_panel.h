@@ -5,10 +5,14 @@
 #include <QHash>
 #include <QThread>
 #include <QWidget>
+#include <map>
 #include <memory>
+#include <string>
 
+#include "app/workbench/models/workload_requests_model.h"
 #include "app/workbench/models/workload_results_model.h"
 #include "app/workbench/workload_worker.h"
+#include "profiler/workload_tables.h"
 
 class QCheckBox;
 class QComboBox;
@@ -22,6 +26,7 @@ class QPushButton;
 class QSpinBox;
 class QTableView;
 class QTabWidget;
+class QTextBrowser;
 class QTimer;
 
 namespace lazyscope::workbench {
@@ -42,6 +47,24 @@ class WorkloadLabPanel : public QWidget {
   void applyPaperPreset();
   // The model a real-backend run opens when the form names none.
   void setDefaultModel(const QString& path);
+  // The corpus a corpus workload reads (the one the workbench loaded); empty: the bundled sample.
+  void setCorpus(const QString& path, int questions);
+
+  // Draws a saved run from a session report (no engine run): the table, bars, sweep, hit ratio
+  // over time, batch/queue, TTFT and throughput, and the request details.
+  void showReport(const WorkloadReport& report, const QString& path);
+  bool isReplay() const { return replay_; }
+  // What a session report keeps of the last run (or replay).
+  bool hasResults() const { return !results_.results().empty(); }
+  std::map<std::string, std::string> reportMetadata() const;
+  const WorkloadPrompts& prompts() const { return prompts_; }
+
+  // The requests of the run selected in the results table; a click shows one in the details pane.
+  QTableView* requestsTable() { return requests_table_; }
+  WorkloadRequestsModel* requestsModel() { return &request_rows_; }
+  void selectRun(int row);
+  void selectRequest(int row);
+  QString requestDetailsHtml() const;
 
   // Starts a run from the form; false (message in statusText()) if the form is invalid or busy.
   bool startRun();
@@ -81,6 +104,10 @@ class WorkloadLabPanel : public QWidget {
   void replotVisible();
   void resetPlots();
   void updateBackendFields();
+  void updateSourceFields();
+  void onRunSelected(int row);
+  void onRequestSelected(int row);
+  void fillRequestsIfShown();
 
   QThread thread_;
   WorkloadWorker* worker_ = nullptr;
@@ -89,6 +116,16 @@ class WorkloadLabPanel : public QWidget {
   std::shared_ptr<const Workload> workload_;
   qint64 bytes_per_block_ = 0;
   QString default_model_, preset_;
+  QString corpus_ = QStringLiteral("sample");
+  int corpus_questions_ = 0;
+  WorkloadPrompts prompts_;
+  WorkloadLabConfig last_config_;
+  std::map<std::string, std::string> replay_metadata_;
+  bool replay_ = false;
+  int selected_run_ = -1;
+  bool requests_stale_ = false;  // the selected run's requests are not in the list yet
+  QString details_html_;  // what the details pane shows, as written
+  WorkloadRequestsModel request_rows_;
   QString error_;  // what stopped the last run before it began, if anything
   bool running_ = false;
   bool dirty_ = false;
@@ -96,6 +133,9 @@ class WorkloadLabPanel : public QWidget {
 
   QComboBox* backend_ = nullptr;
   QComboBox* shape_ = nullptr;
+  QComboBox* source_ = nullptr;
+  QSpinBox* top_k_ = nullptr;
+  QLabel* corpus_label_ = nullptr;
   QLineEdit* model_ = nullptr;
   QSpinBox* documents_ = nullptr;
   QSpinBox* doc_tokens_ = nullptr;
@@ -122,6 +162,8 @@ class WorkloadLabPanel : public QWidget {
   QTabWidget* tabs_ = nullptr;
   QCustomPlot* hit_plot_ = nullptr;
   QTableView* table_ = nullptr;
+  QTableView* requests_table_ = nullptr;
+  QTextBrowser* details_ = nullptr;
   WorkloadLiveCharts* live_charts_ = nullptr;
   WorkloadComparisonCharts* comparison_ = nullptr;
   PoolStripsView* pools_ = nullptr;

@@ -116,6 +116,14 @@ TEST(CliEval, BadOptionsAndOutputsAreRefusedBeforeAnyWork) {
   Outcome k = eval("-k 0");
   EXPECT_NE(k.status, 0);
   EXPECT_NE(k.output.find("-k: 0 is outside the valid range 1..64"), std::string::npos) << k.output;
+  Outcome concurrency = eval("--concurrency 0");
+  EXPECT_NE(concurrency.status, 0);
+  EXPECT_NE(concurrency.output.find("--concurrency: 0 is outside the valid range 1..256"),
+            std::string::npos)
+      << concurrency.output;
+  Outcome precision = eval("--cpu-precision half");
+  EXPECT_NE(precision.status, 0);
+  EXPECT_NE(precision.output.find("--cpu-precision"), std::string::npos) << precision.output;
   Outcome retrieval = eval("--retrieval dense");
   EXPECT_NE(retrieval.output.find("--retrieval must be bm25 or gold"), std::string::npos)
       << retrieval.output;

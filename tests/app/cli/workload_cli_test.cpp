@@ -132,4 +132,54 @@ TEST(WorkloadCli, BadOptionsAreClearErrors) {
   }
 }
 
+TEST(WorkloadCli, CorpusTraceRecordsItsConfigAndServesEveryQuestion) {
+  const std::string json = (std::filesystem::temp_directory_path() / ("ls-workload-trace-" + std::to_string(getpid()) + ".json")).string();
+  const Outcome o = run("--corpus sample --trace questions --top-k 3 --concurrency 4 --output-tokens 2 "
+                        "--policies materialized,lazy --kv-budget 256MiB --json " + json);
+  ASSERT_EQ(o.status, 0) << o.output;
+  EXPECT_NE(o.output.find("177 questions"), std::string::npos) << o.output;
+  std::ifstream in(json);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["config"]["corpus"], "sample");
+  EXPECT_EQ(j["config"]["trace"], "questions");
+  EXPECT_EQ(j["config"]["top_k"], 3);
+  EXPECT_EQ(j["config"]["requests"], 177);
+  EXPECT_EQ(j["config"]["doc_order"], "retrieved");
+  EXPECT_FALSE(j["config"]["tokenizer"].get<std::string>().empty());
+  ASSERT_EQ(j["results"].size(), 2u);
+  for (const auto& r : j["results"]) {
+    EXPECT_EQ(r["requests"], 177);
+    EXPECT_GT(r["hit_ratio_documents"].get<double>(), 0.0);
+  }
+  std::filesystem::remove(json);
+  // --requests takes the first questions.
+  const Outcome first = run("--corpus sample --requests 12 --policies lazy --kv-budget 256MiB");
+  ASSERT_EQ(first.status, 0) << first.output;
+  EXPECT_NE(first.output.find("12 questions"), std::string::npos) << first.output;
+}
+
+TEST(WorkloadCli, BadCorpusOptionsAreClearErrors) {
+  struct Case {
+    std::string args, expect;
+  };
+  const std::vector<Case> cases = {
+      {"--corpus sample --top-k 0", "--top-k must be between 1 and 64 (got 0)"},
+      {"--corpus sample --top-k 65", "--top-k must be between 1 and 64 (got 65)"},
+      {"--corpus sample --trace bm25", "unknown --trace 'bm25'"},
+      {"--trace zipf", "--trace needs --corpus STORE|sample"},
+      {"--top-k 3", "--top-k needs --corpus STORE|sample"},
+      {"--corpus /no/such/store.db", "no such corpus store"},
+      {"--corpus sample --doc-tokens 64", "--doc-tokens does not apply to --corpus"},
+      {"--corpus sample --zipf 1.2", "--zipf does not apply to --corpus with --trace questions"},
+      {"--corpus sample --trace zipf --top-k 2", "--top-k does not apply to --corpus with --trace zipf"},
+      {"--corpus sample --preset paper", "give --preset or --corpus, not both"},
+      {"--corpus sample --questions /no/such/questions.jsonl", "/no/such/questions.jsonl"},
+  };
+  for (const Case& c : cases) {
+    const Outcome o = run(c.args + " --policies lazy");
+    EXPECT_NE(o.status, 0) << c.args;
+    EXPECT_NE(o.output.find(c.expect), std::string::npos) << c.args << "\n" << o.output;
+  }
+}
+
 }  // namespace

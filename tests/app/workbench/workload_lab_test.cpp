@@ -1,9 +1,24 @@
 // The Workload Lab against the real serving engine: configure -> run -> results equal to
 // `lazyscope-cli workload --json` for the same seed, Stop mid-run, a 10,000-request accounting
 // run that keeps the event loop ticking, and bad input named in the status line.
-// qcustomplot.h uses Qt's lower-case keywords; nothing here includes an engine backend header.
-#undef QT_NO_KEYWORDS
+// Also: the Lab's run saved into a session report and replayed from it in a fresh window, the
+// request details pane, and the corpus retrieval trace against the CLI.
+// main_window.h reaches engine headers that name members `slots`: they come first, with Qt's
+// keywords off; qcustomplot.h, which needs the lower-case keywords, gets them as Qt defines them.
+#include "app/workbench/main_window.h"
+#include "app/workbench/views/pool_strips_view.h"
+#include "app/workbench/views/workload_charts.h"
 #include "app/workbench/views/workload_lab_panel.h"
+#include "corpora/document_store.h"
+#include "corpora/sample_corpus.h"
+#include "profiler/workload_tables.h"
+#include "workbench_test_support.h"
+#undef QT_NO_KEYWORDS
+#define signals Q_SIGNALS
+#define slots Q_SLOTS
+#define emit
+#define foreach Q_FOREACH
+#define forever Q_FOREVER
 
 #include <gtest/gtest.h>
 
@@ -17,17 +32,15 @@
 #include <QProcess>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QTest>
 #include <QTemporaryDir>
 #include <QTabWidget>
+#include <QTableView>
 #include <QTimer>
 #include <algorithm>
 #include <atomic>
 #include <thread>
 #include <qcustomplot.h>
-
-#include "app/workbench/views/pool_strips_view.h"
-#include "app/workbench/views/workload_charts.h"
-#include "workbench_test_support.h"
 
 namespace lazyscope::workbench {
 namespace {
@@ -296,6 +309,207 @@ TEST(WorkloadLab, BadInputIsNamedAndNothingRuns) {
   EXPECT_TRUE(panel.statusText().contains(QStringLiteral("KV budget"))) << panel.statusText().toStdString();
   EXPECT_TRUE(panel.statusText().contains(QStringLiteral("lots")));
   EXPECT_FALSE(panel.isRunning());
+}
+
+void expect_same_result(const ServingResult& a, const ServingResult& b) {
+  const std::string what = a.policy + " at " + std::to_string(a.kv_budget_bytes);
+  EXPECT_EQ(a.policy, b.policy) << what;
+  EXPECT_EQ(a.kv_budget_bytes, b.kv_budget_bytes) << what;
+  EXPECT_DOUBLE_EQ(a.hit_ratio_tokens, b.hit_ratio_tokens) << what;
+  EXPECT_DOUBLE_EQ(a.hit_ratio_documents, b.hit_ratio_documents) << what;
+  EXPECT_DOUBLE_EQ(a.ttft_ms.p50, b.ttft_ms.p50) << what;
+  EXPECT_DOUBLE_EQ(a.ttft_ms.p99, b.ttft_ms.p99) << what;
+  EXPECT_DOUBLE_EQ(a.tpot_ms.p50, b.tpot_ms.p50) << what;
+  EXPECT_DOUBLE_EQ(a.output_tok_s, b.output_tok_s) << what;
+  EXPECT_DOUBLE_EQ(a.throughput_tok_s, b.throughput_tok_s) << what;
+  EXPECT_EQ(a.bytes_copied, b.bytes_copied) << what;
+  EXPECT_EQ(a.evictions, b.evictions) << what;
+  EXPECT_EQ(a.peak_blocks, b.peak_blocks) << what;
+  EXPECT_EQ(a.records.size(), b.records.size()) << what;
+  EXPECT_EQ(a.samples.size(), b.samples.size()) << what;
+}
+
+// Every point of every graph of `a` equals `b`'s.
+void expect_same_graphs(QCustomPlot* a, QCustomPlot* b, const char* what) {
+  ASSERT_EQ(a->graphCount(), b->graphCount()) << what;
+  for (int g = 0; g < a->graphCount(); ++g) {
+    ASSERT_EQ(a->graph(g)->dataCount(), b->graph(g)->dataCount()) << what << " graph " << g;
+    EXPECT_EQ(a->graph(g)->name(), b->graph(g)->name()) << what;
+    auto x = a->graph(g)->data()->constBegin();
+    auto y = b->graph(g)->data()->constBegin();
+    for (; x != a->graph(g)->data()->constEnd(); ++x, ++y) {
+      EXPECT_DOUBLE_EQ(x->key, y->key) << what << " graph " << g;
+      EXPECT_DOUBLE_EQ(x->value, y->value) << what << " graph " << g;
+    }
+  }
+}
+
+TEST(WorkloadLab, RunSavedIntoTheSessionReportReplaysWhenOpened) {
+  WorkbenchOptions options;
+  options.restore_layout = false;
+  options.load_default_model = false;
+  options.backend = "cpu";
+  QTemporaryDir dir;
+  const QString path = dir.filePath(QStringLiteral("lab.db"));
+  MainWindow first(options);
+  first.show();
+  WorkloadLabPanel* lab = first.workloadLab();
+  WorkloadLabConfig c = small_config();
+  c.workload.requests = 60;
+  c.policies = {QStringLiteral("materialized"), QStringLiteral("lazy")};
+  c.budgets = {160ll << 20, 256ll << 20};
+  lab->setConfig(c);
+  EXPECT_FALSE(run_to_end(*lab));
+  ASSERT_EQ(lab->resultsModel()->results().size(), 4u);
+  ASSERT_TRUE(first.exportSessionReport(path)) << first.lastError().toStdString();
+
+  // A fresh window opens the report: the Lab draws it without running the engine.
+  MainWindow second(options);
+  second.show();
+  WorkloadLabPanel* replay = second.workloadLab();
+  ASSERT_TRUE(second.openSessionReport(path)) << second.lastError().toStdString();
+  EXPECT_TRUE(replay->isReplay());
+  EXPECT_FALSE(replay->isRunning());
+  EXPECT_TRUE(replay->statusText().contains(QStringLiteral("Replayed"))) << replay->statusText().toStdString();
+  const auto& saved = lab->resultsModel()->results();
+  const auto& shown = replay->resultsModel()->results();
+  ASSERT_EQ(shown.size(), saved.size());
+  for (std::size_t i = 0; i < saved.size(); ++i) expect_same_result(saved[i], shown[i]);
+  // The comparison table's cells, ratios included.
+  ASSERT_EQ(replay->resultsModel()->rowCount(), lab->resultsModel()->rowCount());
+  for (int row = 0; row < lab->resultsModel()->rowCount(); ++row) {
+    for (int col = 0; col < WorkloadResultsModel::ColumnCount; ++col) {
+      EXPECT_EQ(replay->resultsModel()->data(replay->resultsModel()->index(row, col)),
+                lab->resultsModel()->data(lab->resultsModel()->index(row, col)))
+          << "row " << row << " column " << col;
+    }
+  }
+  // Hit ratio over time, bars, budget sweep, batch/queue, TTFT CDF and throughput: the same points.
+  for (const ServingResult& r : saved) {
+    EXPECT_DOUBLE_EQ(replay->liveHitRatio(QString::fromStdString(r.policy), r.kv_budget_bytes),
+                     lab->liveHitRatio(QString::fromStdString(r.policy), r.kv_budget_bytes));
+  }
+  expect_same_graphs(lab->hitRatioPlot(), replay->hitRatioPlot(), "hit ratio over time");
+  expect_same_graphs(lab->comparisonCharts()->sweepPlot(), replay->comparisonCharts()->sweepPlot(), "budget sweep");
+  EXPECT_EQ(replay->comparisonCharts()->barsPlot()->plottableCount(), lab->comparisonCharts()->barsPlot()->plottableCount());
+  EXPECT_GT(replay->comparisonCharts()->barsPlot()->plottableCount(), 0);
+  expect_same_graphs(lab->liveCharts()->batchPlot(), replay->liveCharts()->batchPlot(), "batch and queue");
+  expect_same_graphs(lab->liveCharts()->ttftPlot(), replay->liveCharts()->ttftPlot(), "TTFT CDF");
+  expect_same_graphs(lab->liveCharts()->throughputPlot(), replay->liveCharts()->throughputPlot(), "throughput");
+  EXPECT_GT(replay->hitRatioPlot()->graph(0)->dataCount(), 0);
+  // The request details come back too (the placements are in the report).
+  replay->selectRun(1);
+  replay->selectRequest(5);
+  lab->selectRun(1);
+  lab->selectRequest(5);
+  EXPECT_EQ(replay->requestDetailsHtml(), lab->requestDetailsHtml());
+  EXPECT_TRUE(replay->requestDetailsHtml().contains(QStringLiteral("shift")));
+}
+
+TEST(WorkloadLab, ClickingARequestShowsItsDocumentsPlacementsAndCopies) {
+  WorkloadLabPanel panel;
+  panel.resize(1400, 900);
+  panel.show();
+  WorkloadLabConfig c = small_config();
+  c.workload.requests = 40;
+  c.workload.prefix_tokens = 3;
+  c.policies = {QStringLiteral("materialized"), QStringLiteral("lazy")};
+  panel.setConfig(c);
+  EXPECT_FALSE(run_to_end(panel));
+  const ServingResult materialized = panel.resultsModel()->results()[0];
+  ASSERT_EQ(materialized.policy, "materialized");
+  // The same workload as the Lab built (seeded), for the expected placements.
+  const Workload w = make_lab_workload(panel.config(), 128256);
+  panel.tabs()->setCurrentIndex(3);  // the Requests tab fills its list when shown
+  panel.selectRun(0);
+  ASSERT_EQ(panel.requestsModel()->rowCount(), 40);
+  QTableView* table = panel.requestsTable();
+  ASSERT_TRUE(table->isVisible());
+  // A real click on the row of request 7.
+  const QRect cell = table->visualRect(panel.requestsModel()->index(7, 0));
+  QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, cell.center());
+  const QString html = panel.requestDetailsHtml();
+  ASSERT_TRUE(html.contains(QStringLiteral("Request 7"))) << html.toStdString();
+  const RequestRecord& rec = materialized.records[7];
+  int start = 3;
+  for (std::size_t slot = 0; slot < w.requests[7].documents.size(); ++slot) {
+    const int d = w.requests[7].documents[slot];
+    // Each document with its start s and shift δ, in prompt order.
+    const int L = c.workload.doc_tokens;
+    const QString row = QStringLiteral("<td>%1</td><td>doc %2</td><td align='right'>%3</td><td align='right'>%4</td>"
+                                       "<td align='right'>%5</td><td align='right'>%6</td>")
+                            .arg(slot)
+                            .arg(d)
+                            .arg(L)
+                            .arg((L + 15) / 16)
+                            .arg(start)
+                            .arg(start - 3);
+    EXPECT_TRUE(html.contains(row)) << row.toStdString() << "\n" << html.toStdString();
+    start += c.workload.doc_tokens;
+  }
+  EXPECT_TRUE(html.contains(QStringLiteral("%1 of %2 documents were in the pool").arg(rec.document_hits).arg(rec.documents - rec.repeats)));
+  EXPECT_GT(rec.bytes_copied, 0);
+  EXPECT_TRUE(html.contains(QStringLiteral("Copied:</b> %1 KiB").arg(double(rec.bytes_copied) / 1024.0, 0, 'f', 0)))
+      << html.toStdString();
+  EXPECT_TRUE(html.contains(QStringLiteral("re-rotated by")));
+  // Lazy copies nothing for the same request.
+  panel.selectRun(1);
+  panel.selectRequest(7);
+  const QString lazy = panel.requestDetailsHtml();
+  EXPECT_TRUE(lazy.contains(QStringLiteral("Copied:</b> nothing"))) << lazy.toStdString();
+  EXPECT_TRUE(lazy.contains(QStringLiteral("rotates the query by")));
+}
+
+TEST(WorkloadLab, CorpusTraceFromTheLoadedCorpusEqualsTheCli) {
+  WorkloadLabPanel panel;
+  panel.show();
+  panel.setCorpus(QString(), 177);
+  WorkloadLabConfig c = small_config();
+  c.corpus = QStringLiteral("sample");
+  c.trace = QStringLiteral("questions");
+  c.top_k = 2;
+  c.questions = 30;
+  c.workload.requests = 30;
+  c.workload.concurrency = 4;
+  c.budgets = {24ll << 20};
+  c.policies = {QStringLiteral("materialized"), QStringLiteral("lazy")};
+  panel.setConfig(c);
+  const WorkloadLabConfig read = panel.config();
+  EXPECT_EQ(read.corpus, QStringLiteral("sample"));
+  EXPECT_EQ(read.trace, QStringLiteral("questions"));
+  EXPECT_EQ(read.top_k, 2);
+  EXPECT_EQ(read.questions, 30);
+  EXPECT_FALSE(run_to_end(panel)) << panel.statusText().toStdString();
+  const auto& results = panel.resultsModel()->results();
+  ASSERT_EQ(results.size(), 2u) << panel.statusText().toStdString();
+  // Request i is question i with its BM25 top-2 passages in rank order.
+  const corpora::DocumentStore store =
+      corpora::DocumentStore::open(corpora::default_sample_corpus_db(), corpora::DocumentStore::Mode::read_only);
+  const std::vector<corpora::Question> questions = store.questions();
+  panel.selectRun(1);
+  panel.selectRequest(4);
+  const QString html = panel.requestDetailsHtml();
+  for (const corpora::SearchHit& hit : store.search(questions[4].question, 2)) {
+    EXPECT_TRUE(html.contains(QString::fromStdString(hit.document.id).toHtmlEscaped())) << hit.document.id;
+  }
+  QTemporaryDir dir;
+  const QString json = dir.filePath(QStringLiteral("t.json"));
+  QProcess cli;
+  cli.start(QStringLiteral(LAZYSCOPE_CLI),
+            {QStringLiteral("workload"), QStringLiteral("--backend"), QStringLiteral("accounting"), QStringLiteral("--shape"),
+             c.shape, QStringLiteral("--corpus"), QStringLiteral("sample"), QStringLiteral("--trace"),
+             QStringLiteral("questions"), QStringLiteral("--top-k"), QStringLiteral("2"), QStringLiteral("--requests"),
+             QStringLiteral("30"), QStringLiteral("--concurrency"), QStringLiteral("4"), QStringLiteral("--output-tokens"),
+             QString::number(c.workload.output_tokens), QStringLiteral("--seed"), QString::number(c.workload.seed),
+             QStringLiteral("--policies"), QStringLiteral("materialized,lazy"), QStringLiteral("--kv-budget"),
+             QStringLiteral("24MiB"), QStringLiteral("--json"), json});
+  ASSERT_TRUE(cli.waitForFinished(kWaitMs));
+  ASSERT_EQ(cli.exitCode(), 0) << cli.readAllStandardError().toStdString();
+  QFile f(json);
+  ASSERT_TRUE(f.open(QIODevice::ReadOnly));
+  const QJsonArray rows = QJsonDocument::fromJson(f.readAll()).object().value(QStringLiteral("results")).toArray();
+  ASSERT_EQ(rows.size(), 2);
+  for (int i = 0; i < 2; ++i) expect_same(results[std::size_t(i)], rows[i].toObject());
 }
 
 }  // namespace
