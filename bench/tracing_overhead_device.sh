@@ -1,70 +1,87 @@
 #!/usr/bin/env bash
-# One GPU-machine call for the profiler: build, a GPU-traced generate --record with Nsight-style SQL on
-# the report, the tracing-overhead bench, the lazy-overhead probe, then the tracer's GPU tests.
-# Run from the repository root on the GPU machine; logs go to $OUT (at most 8 files come back).
+# The profiler's GPU-machine call. Steps (default: all three):
+#   reports  GPU-traced reports: generate --trace-gpu on a synthetic Llama-3.2-1B RAG request (lazy and
+#            materialized; the default kernel detail, and once with --trace-kernel-steps all) and a
+#            small workload --backend cuda --record; the nsys-style SQL tests (test_profiler GpuReport.*)
+#            on both generate reports
+#   tests    the tracer's GPU tests (test_kernels_cuda DeviceTrace*)
+#   bench    bench_tracing_overhead (decode tok/s and TTFT untraced vs traced, 1B and 8B shapes)
+# Binaries come from $BIN (lazyscope-cli, bench_tracing_overhead, test_profiler, test_kernels_cuda,
+# built elsewhere for sm_90) when they start here; otherwise they are built here (build-dev).
+# Run from the repository root on the GPU machine; reports and logs go to $OUT (at most 8 files).
 set -o pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
+steps=" ${*:-reports tests bench} "
+has() { [[ "$steps" == *" $1 "* ]]; }
 export PATH=/usr/local/cuda/bin:$PATH
-B=build-dev
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:${LD_LIBRARY_PATH:-}
 t0=$(date +%s)
-cmake -S . -B $B -G Ninja -DLAZYSCOPE_WITH_GUI=OFF -DCMAKE_CUDA_ARCHITECTURES=90 -DLAZYSCOPE_PYTHON=python3 \
-  > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-grep -E "NVTX|CUPTI" "$OUT/build.log"
-ninja -C $B -j16 lazyscope-cli bench_tracing_overhead >> "$OUT/build.log" 2>&1 || { grep -E "error|FAILED" "$OUT/build.log" | head -30; exit 1; }
-echo "== build took $(( $(date +%s) - t0 )) s"
-CLI=$B/app/lazyscope-cli
-python3 -c 'import json; d=[[100+(i*7919+j*31)%120000 for j in range(1000)] for i in range(8)]
-print(json.dumps({"prefix_ids":[1,2,3],"document_ids":d,"query_ids":list(range(40,72)),"max_new_tokens":16}))' > $B/rag.json
-rm -f $B/traced.db
-timeout 90 $CLI generate --synthetic llama-3.2-1b --backend cuda --request $B/rag.json --record $B/traced.db --trace-gpu \
-  > "$OUT/generate.log" 2>&1; echo "== generate rc=$?"; tail -4 "$OUT/generate.log"
-timeout 30 $CLI session show $B/traced.db | tail -3
-timeout 60 python3 - $B/traced.db > "$OUT/queries.txt" 2>&1 <<'PY'
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
+W=build-dev
+mkdir -p $W
+BIN=${BIN:-}
+if [ -n "$BIN" ] && [ -x "$BIN/lazyscope-cli" ] && "$BIN/lazyscope-cli" --help > /dev/null 2>&1; then
+  echo "== prebuilt binaries from $BIN"
+else
+  echo "== building here (prebuilt binaries missing or failing: ${BIN:-none}; $(ldd "$BIN/lazyscope-cli" 2>&1 | grep -c 'not found') libraries not found)"
+  cmake -S . -B $W -G Ninja -DLAZYSCOPE_WITH_GUI=OFF -DCMAKE_CUDA_ARCHITECTURES=90 -DLAZYSCOPE_PYTHON=python3 \
+    > "$W/build.log" 2>&1 || { tail -30 "$W/build.log"; exit 1; }
+  ninja -C $W -j16 lazyscope-cli bench_tracing_overhead test_profiler test_kernels_cuda >> "$W/build.log" 2>&1 ||
+    { grep -E "error|FAILED" "$W/build.log" | head -30; exit 1; }
+  mkdir -p $W/bin
+  cp $W/app/lazyscope-cli $W/bench/bench_tracing_overhead $W/tests/test_profiler $W/tests/test_kernels_cuda $W/bin/
+  BIN=$W/bin
+  echo "== build took $(( $(date +%s) - t0 )) s"
+fi
+CLI=$BIN/lazyscope-cli
+if has reports; then
+  # Eight 1,000-token documents, a 3-token prefix and a 32-token query; 24 new tokens.
+  python3 -c 'import json; d=[[100+(i*7919+j*31)%120000 for j in range(1000)] for i in range(8)]
+print(json.dumps({"prefix_ids":[1,2,3],"document_ids":d,"query_ids":list(range(40,72)),"max_new_tokens":24}))' > $W/rag.json
+  for detail in 1 all; do
+    db=$W/gpu_generate_$detail.db
+    rm -f $db
+    timeout 120 $CLI generate --synthetic llama-3.2-1b --backend cuda --kv-budget 2GiB --request $W/rag.json \
+      --compare lazy,materialized --record $db --trace-gpu --trace-kernel-steps $detail 2>&1 | tail -4
+    echo "== generate (kernel steps $detail) rc=$? $(stat -c %s $db 2>/dev/null) bytes"
+    LAZYSCOPE_GPU_REPORT=$db timeout 60 $BIN/test_profiler --gtest_filter='GpuReport.*' 2>&1 | tail -12
+    python3 - $db <<'PY'
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
-def show(title, sql):
-    print("## " + title)
-    for row in db.execute(sql): print("  ", row)
-show("export schema", "SELECT name, value FROM META_DATA_EXPORT")
-show("GPU", "SELECT id, name, smCount, computeMajor, computeMinor, totalMemory, uuid FROM TARGET_INFO_GPU")
-show("kernel summary by name (top 12)", """SELECT s.value, COUNT(*), SUM(k.end - k.start) AS total_ns, AVG(k.end - k.start)
-  FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName GROUP BY s.value ORDER BY total_ns DESC LIMIT 12""")
-show("launch config of the attention kernels", """SELECT DISTINCT d.value, k.gridX, k.gridY, k.gridZ, k.blockX, k.registersPerThread,
-  k.staticSharedMemory, k.dynamicSharedMemory FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds d ON d.id = k.demangledName
-  WHERE d.value LIKE '%decode_kernel%' OR d.value LIKE '%prefill_kernel%' LIMIT 8""")
-show("API -> kernel join on correlationId", """SELECT n.value, r.eventClass, COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k
-  JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId JOIN StringIds n ON n.id = r.nameId GROUP BY n.value, r.eventClass""")
-show("kernels with no launch record / total", """SELECT (SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k WHERE NOT EXISTS
-  (SELECT 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME r WHERE r.correlationId = k.correlationId)), (SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL)""")
-show("kernels with no launch record, by name", """SELECT s.value, COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName
-  WHERE NOT EXISTS (SELECT 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME r WHERE r.correlationId = k.correlationId) GROUP BY s.value""")
-show("thread ids: NVTX vs API records", """SELECT (SELECT group_concat(DISTINCT globalTid % 0x1000000) FROM NVTX_EVENTS),
-  (SELECT group_concat(DISTINCT globalTid % 0x1000000) FROM CUPTI_ACTIVITY_KIND_RUNTIME)""")
-show("correlation ids with more than one API record", """SELECT COUNT(*) FROM (SELECT correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME
-  GROUP BY correlationId HAVING COUNT(*) > 1)""")
-show("graph kernels (graphNodeId set) by launch API", """SELECT n.value, COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k
-  JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId JOIN StringIds n ON n.id = r.nameId
-  WHERE k.graphNodeId IS NOT NULL GROUP BY n.value""")
-show("NVTX domain", "SELECT domainId, text FROM NVTX_EVENTS WHERE eventType = 75")
-show("NVTX ranges (first 8)", "SELECT text, end - start FROM NVTX_EVENTS WHERE eventType = 59 ORDER BY start LIMIT 8")
-show("GPU time per NVTX range kind", """SELECT substr(e.text, 1, 12), COUNT(DISTINCT e.rowid), COUNT(*), SUM(k.end - k.start) / 1e6
-  FROM NVTX_EVENTS e JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.globalTid = e.globalTid AND r.start >= e.start AND r.end <= e.end
-  JOIN CUPTI_ACTIVITY_KIND_KERNEL k ON k.correlationId = r.correlationId WHERE e.eventType = 59 AND e.text NOT LIKE 'request%'
-  GROUP BY substr(e.text, 1, 12)""")
-show("memcpy by kind", """SELECT o.label, COUNT(*), SUM(m.bytes) FROM CUPTI_ACTIVITY_KIND_MEMCPY m JOIN ENUM_CUDA_MEMCPY_OPER o ON o.id = m.copyKind GROUP BY o.label""")
-show("memsets", "SELECT COUNT(*), SUM(bytes) FROM CUPTI_ACTIVITY_KIND_MEMSET")
-show("device_trace per request", "SELECT * FROM device_trace")
-show("kernels inside their request span", """SELECT s.request, COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN spans s ON s.category = 'range'
-  AND s.name LIKE 'request%' AND k.start >= s.start_ms * 1e6 AND k.end <= (s.start_ms + s.duration_ms) * 1e6 GROUP BY s.request""")
+q = lambda sql: db.execute(sql).fetchall()
+print("device_trace:", q("SELECT request, kernels, graphs, kernel_detail_steps, graph_level_steps, api_calls, dropped_records, ROUND(flush_ms, 1) FROM device_trace"))
+print("kernels, runtime, driver, graph rows:", q("SELECT (SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL), (SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME), (SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_DRIVER), (SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE)"))
+print("kernels joined through DRIVER, by name:", q("SELECT s.value, COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN CUPTI_ACTIVITY_KIND_DRIVER d ON d.correlationId = k.correlationId JOIN StringIds s ON s.id = k.shortName GROUP BY s.value LIMIT 6"))
+print("driver calls by name:", q("SELECT n.value, COUNT(*) FROM CUPTI_ACTIVITY_KIND_DRIVER d JOIN StringIds n ON n.id = d.nameId GROUP BY n.value ORDER BY 2 DESC LIMIT 8"))
+print("kernels with no launch:", q("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE correlationId NOT IN (SELECT correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME UNION SELECT correlationId FROM CUPTI_ACTIVITY_KIND_DRIVER)"))
+print("top kernels:", q("SELECT s.value, COUNT(*), SUM(k.end-k.start) t FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName GROUP BY s.value ORDER BY t DESC LIMIT 5"))
+print("graph rows per request:", q("SELECT e.int64Value, COUNT(*), ROUND(AVG(g.end - g.start)/1e3, 1) FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE g JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = g.correlationId JOIN NVTX_EVENTS e ON e.eventType = 59 AND e.text LIKE 'request (%' AND r.start >= e.start AND r.end <= e.end GROUP BY e.int64Value"))
+print("requests:", q("SELECT id, policy, ROUND(ttft_ms, 2), ROUND(decode_ms_per_token, 3) FROM requests"))
 PY
-echo "== queries rc=$?"; head -c 2500 "$OUT/queries.txt"
-echo "== tracing overhead bench"
-timeout 130 $B/bench/bench_tracing_overhead --repeats ${REPEATS:-6} 2>&1 | tee "$OUT/tracing_overhead.md"
-echo "== lazy-overhead probe"
-timeout 45 $CLI overhead --backend cuda --shapes smollm2-135m,llama-3.1-8b --contexts 1024,4096,16384 --batches 1,16 \
-  --repeats 11 --record $B/traced.db 2>&1 | tee "$OUT/overhead_probe.md"
-echo "== GPU tests of the tracer (build then run) at $(( $(date +%s) - t0 )) s"
-timeout 90 ninja -C $B -j16 test_kernels_cuda >> "$OUT/build.log" 2>&1 && \
-  timeout 60 $B/tests/test_kernels_cuda --gtest_filter='DeviceTrace*' 2>&1 | tail -15 | tee "$OUT/tests.log"
+  done
+  cp $W/gpu_generate_1.db "$OUT/gpu_generate.db"
+  rm -f $W/gpu_workload.db
+  timeout 120 $CLI workload --backend cuda --synthetic llama-3.2-1b --documents 24 --doc-tokens 512 --docs-per-request 4 \
+    --requests 32 --concurrency 4 --output-tokens 16 --policies lazy,materialized --kv-budget 1GiB \
+    --record $W/gpu_workload.db 2>&1 | tail -6
+  echo "== workload rc=$? $(stat -c %s $W/gpu_workload.db 2>/dev/null) bytes"
+  timeout 30 $CLI session show $W/gpu_workload.db 2>&1 | tail -4
+  cp $W/gpu_workload.db "$OUT/gpu_workload.db"
+fi
+if has tests; then
+  echo "== GPU tests of the tracer at $(( $(date +%s) - t0 )) s"
+  timeout 90 $BIN/test_kernels_cuda --gtest_filter='DeviceTrace*' > $W/tests.log 2>&1
+  rc=$?
+  tail -14 $W/tests.log | tee "$OUT/tests.log"
+  echo "== GPU tests rc=$rc"
+  if [ $rc -ge 128 ]; then  # a crash: where (cuda-gdb also debugs host code)
+    timeout 60 cuda-gdb -batch -ex run -ex bt --args $BIN/test_kernels_cuda --gtest_filter='DeviceTrace*' 2>&1 |
+      grep -vE "^\[New Thread|^\[Thread" | tail -30 | tee -a "$OUT/tests.log"
+  fi
+fi
+if has bench; then
+  echo "== tracing overhead bench at $(( $(date +%s) - t0 )) s"
+  timeout ${BENCH_TIMEOUT:-200} $BIN/bench_tracing_overhead --repeats ${REPEATS:-5} 2>&1 | tee "$OUT/tracing_overhead.md"
+fi
 echo "== done at $(( $(date +%s) - t0 )) s"

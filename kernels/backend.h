@@ -78,6 +78,12 @@ class Backend {
   virtual void copy_blocks(std::span<const BlockCopy> copies) = 0;
   // Waits for outstanding device work (for honest host timings). No-op on the CPU.
   virtual void synchronize() {}
+  // For device traces (kernels/device_trace.h): run the next one-token step's kernels one by one
+  // instead of replaying its CUDA graph, so each kernel gets its own trace record; and drop the
+  // captured graphs, so the graphs a trace sees are instantiated while it is attached. No-ops
+  // where there are no graphs.
+  virtual void next_decode_without_graph() {}
+  virtual void drop_graphs() {}
 };
 
 enum class BackendKind { Auto, Cpu, Cuda };

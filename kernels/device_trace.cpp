@@ -23,12 +23,12 @@ uint32_t this_thread_id() {
 
 }  // namespace
 
-void HostRangeTracer::range_push(const std::string& name) {
-  nvtx_push(name.c_str());
+void HostRangeTracer::range_push(const std::string& name, int64_t request_id) {
+  nvtx_push(name.c_str(), request_id);
   const uint32_t tid = this_thread_id();
   std::lock_guard lock(mutex_);
   const int depth = int(std::count_if(open_.begin(), open_.end(), [&](const HostRange& r) { return r.thread_id == tid; }));
-  open_.push_back({name, steady_ns(), 0, tid, depth});
+  open_.push_back({name, steady_ns(), 0, tid, depth, request_id});
 }
 
 void HostRangeTracer::range_pop() {
@@ -60,11 +60,11 @@ DeviceActivity HostRangeTracer::drain() {
   return activity;
 }
 
-DeviceRange::DeviceRange(DeviceTracer* tracer, const std::string& name) : tracer_(tracer) {
+DeviceRange::DeviceRange(DeviceTracer* tracer, const std::string& name, int64_t request_id) : tracer_(tracer) {
   if (tracer_) {
-    tracer_->range_push(name);
+    tracer_->range_push(name, request_id);
   } else {
-    nvtx_push(name.c_str());
+    nvtx_push(name.c_str(), request_id);
   }
 }
 

@@ -127,6 +127,12 @@ void SessionRecorder::on_device_activity(const DeviceActivity& a) {
     c.end_ns -= origin;
     data_.api_calls.push_back(std::move(c));
   }
+  for (GraphRecord g : a.graphs) {
+    span("CUDA graph " + std::to_string(g.graph_id), "graph", g.start_ns, g.end_ns);
+    g.start_ns -= origin;
+    g.end_ns -= origin;
+    data_.graphs.push_back(g);
+  }
   if (data_.gpus.empty()) data_.gpus = a.gpus;
   RecordedTraceSummary summary;
   summary.request = request;
@@ -137,6 +143,10 @@ void SessionRecorder::on_device_activity(const DeviceActivity& a) {
   summary.api_calls = int64_t(a.api_calls.size());
   summary.ranges = int64_t(a.ranges.size());
   summary.dropped_records = a.dropped_records;
+  summary.graphs = int64_t(a.graphs.size());
+  summary.kernel_detail_steps = a.kernel_detail_steps;
+  summary.graph_level_steps = a.graph_level_steps;
+  summary.flush_ms = a.flush_ms;
   data_.traces.push_back(summary);
 }
 

@@ -18,7 +18,7 @@ namespace lazyscope {
 struct RecordedSpan {
   int request = 0;
   std::string name;
-  std::string category;  // host: "request", "encode", "prefill", "decode"; device: "kernel", "memcpy", "memset", "range"
+  std::string category;  // host: "request", "encode", "prefill", "decode"; device: "kernel", "graph", "memcpy", "memset", "range"
   double start_ms = 0.0;  // since the recorder started
   double duration_ms = 0.0;
 };
@@ -58,6 +58,10 @@ struct RecordedTraceSummary {
   bool device_traced = false;
   int64_t kernels = 0, memcpys = 0, memsets = 0, api_calls = 0, ranges = 0;
   uint64_t dropped_records = 0;
+  int64_t graphs = 0;            // graph-level records (decode steps without kernel detail)
+  int kernel_detail_steps = -1;  // decode steps 1..this have kernel records; -1: every step
+  int graph_level_steps = 0;     // the decode steps after them, recorded per graph launch
+  double flush_ms = 0.0;         // what draining CUPTI's buffers took, after the request
 };
 
 struct SessionRecording {
@@ -73,7 +77,8 @@ struct SessionRecording {
   std::vector<KernelRecord> kernels;
   std::vector<MemcpyRecord> memcpys;
   std::vector<MemsetRecord> memsets;
-  std::vector<ApiRecord> api_calls;
+  std::vector<ApiRecord> api_calls;  // runtime and driver API calls (ApiRecord::driver)
+  std::vector<GraphRecord> graphs;
   std::vector<GpuInfo> gpus;
   std::vector<RecordedTraceSummary> traces;
   // Lazy-overhead probes (lazyscope-cli overhead --record, the workbench's probe action).
@@ -108,7 +113,7 @@ class SessionRecorder final : public EventSink {
 // Writes the recording as a SQLite file: into a temporary file first, renamed over `path` only
 // when complete, so an existing report is never left half-written. Throws Error naming the file.
 void save_session_sqlite(const SessionRecording& recording, const std::filesystem::path& path);
-// Reads a report written by save_session_sqlite (schema 1 or 2). Throws Error naming the file and
+// Reads a report written by save_session_sqlite (schema 1, 2 or 3). Throws Error naming the file and
 // the problem (not SQLite, damaged or truncated, not a LazyScope session, a newer schema, missing tables).
 SessionRecording load_session_sqlite(const std::filesystem::path& path);
 // Chrome trace-event JSON (opens in Perfetto and chrome://tracing).

@@ -5,6 +5,7 @@
 // docs/report-schema.md documents every table and the mapping.
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <tuple>
@@ -19,7 +20,7 @@
 namespace lazyscope {
 namespace {
 
-constexpr int kSchemaVersion = 2;
+constexpr int kSchemaVersion = 3;
 // The Nsight Systems export schema whose table and column names we follow (nsys 2026.4).
 constexpr const char* kNsysExportSchemaVersion = "3.28.1";
 // Nsight Systems' codes (ENUM_NSYS_EVENT_TYPE, ENUM_NSYS_EVENT_CLASS).
@@ -124,7 +125,8 @@ CREATE TABLE block_events(request INTEGER, t_ms REAL, action TEXT, block INTEGER
 CREATE TABLE tokens(request INTEGER, policy TEXT, step INTEGER, token_id INTEGER, text TEXT, ms REAL);
 CREATE TABLE spans(request INTEGER, name TEXT, category TEXT, start_ms REAL, duration_ms REAL);
 CREATE TABLE device_trace(request INTEGER, device_traced INTEGER, kernels INTEGER, memcpys INTEGER,
-  memsets INTEGER, api_calls INTEGER, ranges INTEGER, dropped_records INTEGER);
+  memsets INTEGER, api_calls INTEGER, ranges INTEGER, dropped_records INTEGER, graphs INTEGER,
+  kernel_detail_steps INTEGER, graph_level_steps INTEGER, flush_ms REAL);
 CREATE TABLE overhead_probe(backend TEXT, device TEXT, kernel TEXT, shape TEXT, num_heads INTEGER,
   num_kv_heads INTEGER, head_dim INTEGER, block_size INTEGER, batch INTEGER, context INTEGER,
   document_tokens INTEGER, repeats INTEGER, calls INTEGER, plain_us REAL, lazy_us REAL, overhead REAL,
@@ -168,6 +170,12 @@ CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET(start INTEGER NOT NULL, end INTEGER NOT 
 CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME(start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL,
   globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL,
   callchainId INTEGER);
+CREATE TABLE CUPTI_ACTIVITY_KIND_DRIVER(start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL,
+  globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL,
+  callchainId INTEGER);
+CREATE TABLE CUPTI_ACTIVITY_KIND_GRAPH_TRACE(start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL,
+  contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL, correlationId INTEGER,
+  globalPid INTEGER, graphId INTEGER, graphExecId INTEGER);
 CREATE TABLE NVTX_EVENTS(start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, rangeId INTEGER,
   category INTEGER, color INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER, textId INTEGER,
   domainId INTEGER, uint64Value INTEGER, int64Value INTEGER, doubleValue REAL, uint32Value INTEGER,
@@ -274,10 +282,11 @@ void write_own_tables(Db& db, const SessionRecording& r) {
     }
   }
   {
-    Stmt st(db.prepare("INSERT INTO device_trace VALUES(?,?,?,?,?,?,?,?)"));
+    Stmt st(db.prepare("INSERT INTO device_trace VALUES(?,?,?,?,?,?,?,?,?,?,?,?)"));
     for (const RecordedTraceSummary& t : r.traces) {
       st.i(1, t.request).i(2, t.device_traced).i(3, t.kernels).i(4, t.memcpys).i(5, t.memsets).i(6, t.api_calls)
-          .i(7, t.ranges).i(8, int64_t(t.dropped_records));
+          .i(7, t.ranges).i(8, int64_t(t.dropped_records)).i(9, t.graphs).i(10, t.kernel_detail_steps)
+          .i(11, t.graph_level_steps).d(12, t.flush_ms);
       db.step_done(st.st);
     }
   }
@@ -291,6 +300,20 @@ void write_own_tables(Db& db, const SessionRecording& r) {
       db.step_done(st.st);
     }
   }
+}
+
+// Which steps of the report have per-kernel records (META_DATA_EXPORT LAZYSCOPE_KERNEL_DETAIL).
+std::string kernel_detail_text(const SessionRecording& r) {
+  bool traced = false, sampled = false;
+  for (const RecordedTraceSummary& t : r.traces) {
+    traced = traced || t.device_traced;
+    sampled = sampled || (t.device_traced && t.kernel_detail_steps >= 0);
+  }
+  if (!traced) return "none (no device trace)";
+  if (!sampled) return "every kernel of every step";
+  return "encodes, copies, prefill and the first decode steps of each request (device_trace.kernel_detail_steps) "
+         "have a CUPTI_ACTIVITY_KIND_KERNEL row per kernel; the later decode steps "
+         "(device_trace.graph_level_steps) have one CUPTI_ACTIVITY_KIND_GRAPH_TRACE row per CUDA graph launch";
 }
 
 void write_nsys_tables(Db& db, const SessionRecording& r) {
@@ -310,6 +333,8 @@ void write_nsys_tables(Db& db, const SessionRecording& r) {
         {"LAZYSCOPE_DEVICE_TRACE", device_traced ? "CUPTI activity records" : "host ranges only (no device trace)"},
         {"LAZYSCOPE_CUPTI_DROPPED_RECORDS", std::to_string(dropped)},
         {"LAZYSCOPE_NVTX_DOMAIN", kNvtxDomain},
+        {"LAZYSCOPE_NVTX_PAYLOAD", "int64Value: the request number (requests.id)"},
+        {"LAZYSCOPE_KERNEL_DETAIL", kernel_detail_text(r)},
     };
     for (const auto& [name, value] : rows) {
       st.s(1, name).s(2, value);
@@ -378,9 +403,14 @@ void write_nsys_tables(Db& db, const SessionRecording& r) {
     }
   }
   {
-    Stmt st(db.prepare("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME(start, end, eventClass, globalTid, correlationId, "
-                       "nameId, returnValue) VALUES(?,?,?,?,?,?,?)"));
+    // As Nsight Systems does: runtime calls in CUPTI_ACTIVITY_KIND_RUNTIME, driver calls in
+    // CUPTI_ACTIVITY_KIND_DRIVER, with the same columns.
+    Stmt runtime(db.prepare("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME(start, end, eventClass, globalTid, correlationId, "
+                            "nameId, returnValue) VALUES(?,?,?,?,?,?,?)"));
+    Stmt driver(db.prepare("INSERT INTO CUPTI_ACTIVITY_KIND_DRIVER(start, end, eventClass, globalTid, correlationId, "
+                           "nameId, returnValue) VALUES(?,?,?,?,?,?,?)"));
     for (const ApiRecord& a : r.api_calls) {
+      Stmt& st = a.driver ? driver : runtime;
       st.i(1, a.start_ns).i(2, a.end_ns).i(3, a.driver ? kEventClassCudaDriver : kEventClassCudaRuntime)
           .i(4, global_tid(r.process_id, a.thread_id)).i(5, a.correlation_id).i(6, strings.id(a.name))
           .i(7, a.return_value);
@@ -388,7 +418,17 @@ void write_nsys_tables(Db& db, const SessionRecording& r) {
     }
   }
   {
-    Stmt st(db.prepare("INSERT INTO NVTX_EVENTS(start, end, eventType, text, globalTid, domainId) VALUES(?,?,?,?,?,?)"));
+    Stmt st(db.prepare("INSERT INTO CUPTI_ACTIVITY_KIND_GRAPH_TRACE(start, end, deviceId, contextId, streamId, "
+                       "correlationId, globalPid, graphId) VALUES(?,?,?,?,?,?,?,?)"));
+    for (const GraphRecord& g : r.graphs) {
+      st.i(1, g.start_ns).i(2, g.end_ns).i(3, g.device_id).i(4, g.context_id).i(5, g.stream_id)
+          .i(6, g.correlation_id).i(7, pid).i(8, g.graph_id);
+      db.step_done(st.st);
+    }
+  }
+  {
+    Stmt st(db.prepare("INSERT INTO NVTX_EVENTS(start, end, eventType, text, globalTid, domainId, int64Value) "
+                       "VALUES(?,?,?,?,?,?,?)"));
     if (!r.ranges.empty()) {
       // The domain's creation, as Nsight Systems records it: its name in `text`, its id in domainId.
       const HostRange& first = r.ranges.front().range;
@@ -399,7 +439,7 @@ void write_nsys_tables(Db& db, const SessionRecording& r) {
     for (const RecordedRange& rr : r.ranges) {
       const HostRange& h = rr.range;
       st.i(1, h.start_ns).i(2, h.end_ns).i(3, kNvtxPushPopRange).s(4, h.name).i(5, global_tid(r.process_id, h.thread_id))
-          .i(6, kNvtxDomainId);
+          .i(6, kNvtxDomainId).nonzero(7, uint64_t(h.request_id));
       db.step_done(st.st);
     }
   }
@@ -463,6 +503,9 @@ SessionRecording load_session_sqlite(const std::filesystem::path& path) {
                           "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"}) {
       tables.push_back(t);
     }
+  }
+  if (version >= 3) {
+    for (const char* t : {"CUPTI_ACTIVITY_KIND_DRIVER", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"}) tables.push_back(t);
   }
   for (const std::string& t : tables) {
     if (!db.has_table(t)) throw Error(name + ": not a complete session file (table " + t + " is missing)");
@@ -532,7 +575,9 @@ SessionRecording load_session_sqlite(const std::filesystem::path& path) {
                        sqlite3_column_double(st, 4)});
   });
   if (version < 2) return r;
-  db.each_row("SELECT * FROM device_trace", [&](sqlite3_stmt* st) {
+  db.each_row(version >= 3 ? "SELECT * FROM device_trace"
+                            : "SELECT *, 0, -1, 0, 0.0 FROM device_trace",
+              [&](sqlite3_stmt* st) {
     RecordedTraceSummary t;
     t.request = sqlite3_column_int(st, 0);
     t.device_traced = sqlite3_column_int(st, 1) != 0;
@@ -542,6 +587,10 @@ SessionRecording load_session_sqlite(const std::filesystem::path& path) {
     t.api_calls = sqlite3_column_int64(st, 5);
     t.ranges = sqlite3_column_int64(st, 6);
     t.dropped_records = uint64_t(sqlite3_column_int64(st, 7));
+    t.graphs = sqlite3_column_int64(st, 8);
+    t.kernel_detail_steps = sqlite3_column_int(st, 9);
+    t.graph_level_steps = sqlite3_column_int(st, 10);
+    t.flush_ms = sqlite3_column_double(st, 11);
     r.traces.push_back(t);
   });
   db.each_row("SELECT * FROM overhead_probe", [&](sqlite3_stmt* st) {
@@ -645,17 +694,33 @@ SessionRecording load_session_sqlite(const std::filesystem::path& path) {
                                      uint64_t(sqlite3_column_int64(st, 6)), uint32_t(sqlite3_column_int64(st, 7)),
                                      sqlite3_column_int(st, 8), uint64_t(sqlite3_column_int64(st, 9))});
               });
-  db.each_row("SELECT a.start, a.end, a.eventClass, a.globalTid, a.correlationId, s.value, a.returnValue "
-              "FROM CUPTI_ACTIVITY_KIND_RUNTIME a LEFT JOIN StringIds s ON s.id = a.nameId ORDER BY a.start",
-              [&](sqlite3_stmt* st) {
-                r.api_calls.push_back({sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
-                                       sqlite3_column_int(st, 2) == kEventClassCudaDriver,
-                                       uint32_t(sqlite3_column_int64(st, 3) & 0xFFFFFF),
-                                       uint32_t(sqlite3_column_int64(st, 4)), text_column(st, 5),
-                                       sqlite3_column_int64(st, 6)});
-              });
-  // Ranges come back without their request (NVTX_EVENTS has no such column; spans keeps it).
-  db.each_row("SELECT start, end, text, globalTid FROM NVTX_EVENTS WHERE eventType = " +
+  const auto api_rows = [&](const std::string& table) {
+    db.each_row("SELECT a.start, a.end, a.eventClass, a.globalTid, a.correlationId, s.value, a.returnValue "
+                "FROM " + table + " a LEFT JOIN StringIds s ON s.id = a.nameId ORDER BY a.start",
+                [&](sqlite3_stmt* st) {
+                  r.api_calls.push_back({sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+                                         sqlite3_column_int(st, 2) == kEventClassCudaDriver,
+                                         uint32_t(sqlite3_column_int64(st, 3) & 0xFFFFFF),
+                                         uint32_t(sqlite3_column_int64(st, 4)), text_column(st, 5),
+                                         sqlite3_column_int64(st, 6)});
+                });
+  };
+  api_rows("CUPTI_ACTIVITY_KIND_RUNTIME");  // schema 2 kept the driver's launches here too (eventClass 1)
+  if (version >= 3) {
+    api_rows("CUPTI_ACTIVITY_KIND_DRIVER");
+    std::stable_sort(r.api_calls.begin(), r.api_calls.end(),
+                     [](const ApiRecord& a, const ApiRecord& b) { return a.start_ns < b.start_ns; });
+    db.each_row("SELECT start, end, deviceId, contextId, streamId, correlationId, graphId "
+                "FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE ORDER BY start",
+                [&](sqlite3_stmt* st) {
+                  r.graphs.push_back({sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+                                      uint32_t(sqlite3_column_int64(st, 2)), uint32_t(sqlite3_column_int64(st, 3)),
+                                      uint32_t(sqlite3_column_int64(st, 4)), uint32_t(sqlite3_column_int64(st, 5)),
+                                      uint32_t(sqlite3_column_int64(st, 6))});
+                });
+  }
+  // Ranges come back with their request number from the NVTX payload (int64Value; schema 2 had none).
+  db.each_row("SELECT start, end, text, globalTid, int64Value FROM NVTX_EVENTS WHERE eventType = " +
                   std::to_string(kNvtxPushPopRange) + " ORDER BY start",
               [&](sqlite3_stmt* st) {
                 HostRange h;
@@ -663,7 +728,8 @@ SessionRecording load_session_sqlite(const std::filesystem::path& path) {
                 h.end_ns = sqlite3_column_int64(st, 1);
                 h.name = text_column(st, 2);
                 h.thread_id = uint32_t(sqlite3_column_int64(st, 3) & 0xFFFFFF);
-                r.ranges.push_back({0, std::move(h)});
+                h.request_id = sqlite3_column_int64(st, 4);
+                r.ranges.push_back({int(h.request_id), std::move(h)});
               });
   return r;
 }
@@ -678,7 +744,7 @@ std::string chrome_trace_json(const SessionRecording& r) {
   // Device spans (generate --trace-gpu): a second process "GPU" with kernels and copies on their own
   // tracks; the host ranges that enclose them stay with the engine's host tracks.
   const std::map<std::string, std::pair<int, int>> device_tracks = {
-      {"kernel", {2, 1}}, {"memcpy", {2, 2}}, {"memset", {2, 2}}, {"range", {1, 6}}};
+      {"kernel", {2, 1}}, {"graph", {2, 1}}, {"memcpy", {2, 2}}, {"memset", {2, 2}}, {"range", {1, 6}}};
   bool any_device = false, any_range = false;
   for (const RecordedSpan& s : r.spans) {
     int pid = 1, tid = 4;

@@ -37,6 +37,7 @@ struct GenerateArgs {
   std::string chat = "auto";
   std::string record;
   bool trace_gpu = false;
+  std::string trace_kernel_steps = "1";
   int block_size = 16;
   int max_new_tokens = -1;
   int threads = 0;
@@ -162,6 +163,15 @@ void run_generate(const GenerateArgs& args) {
   options.cpu_precision = parse_cpu_precision(args.cpu_precision);
   options.trace_device = args.trace_gpu;
   if (args.trace_gpu && args.record.empty()) throw Error("--trace-gpu needs --record FILE (the trace is saved in the report)");
+  if (args.trace_kernel_steps == "all") {
+    options.trace_options.kernel_steps = -1;
+  } else {
+    const std::string& v = args.trace_kernel_steps;
+    if (v.empty() || v.size() > 6 || v.find_first_not_of("0123456789") != std::string::npos) {
+      throw Error("--trace-kernel-steps '" + v + "': expected 'all' or a number of decode steps from 0 to 999999");
+    }
+    options.trace_options.kernel_steps = std::stoi(v);
+  }
   std::vector<Request> requests;
   for (const std::string& file : args.request_files) requests.push_back(load_request_file(file));
   std::vector<Policy> policies;
@@ -281,6 +291,11 @@ void add_generate_command(CLI::App& app) {
   cmd->add_flag("--trace-gpu", args->trace_gpu,
                 "With --record and the CUDA backend: add every GPU kernel, copy and CUDA API call (CUPTI) to the report "
                 "(the engine's NVTX ranges are always on; docs/profiling.md)");
+  cmd->add_option("--trace-kernel-steps", args->trace_kernel_steps,
+                  "With --trace-gpu: decode steps per request with a record for every kernel (the encodes, copies and "
+                  "prefill always have them); later steps get one record per CUDA graph launch, which keeps the trace's "
+                  "cost within a few percent. 'all': every kernel of every step")
+      ->capture_default_str();
   cmd->callback([args] { run_generate(*args); });
 }
 

@@ -26,9 +26,22 @@ void print_summary(const std::string& path) {
               r.tokens.size(), r.spans.size());
   uint64_t dropped = 0;
   for (const RecordedTraceSummary& t : r.traces) dropped += t.dropped_records;
-  std::printf("  %zu NVTX ranges, %zu kernels, %zu memcpys, %zu memsets, %zu CUDA API calls, %llu CUPTI records dropped\n",
-              r.ranges.size(), r.kernels.size(), r.memcpys.size(), r.memsets.size(), r.api_calls.size(),
+  std::printf("  %zu NVTX ranges, %zu kernels, %zu CUDA graph launches, %zu memcpys, %zu memsets, %zu CUDA API calls, "
+              "%llu CUPTI records dropped\n",
+              r.ranges.size(), r.kernels.size(), r.graphs.size(), r.memcpys.size(), r.memsets.size(), r.api_calls.size(),
               static_cast<unsigned long long>(dropped));
+  for (const RecordedTraceSummary& t : r.traces) {
+    if (!t.device_traced) continue;
+    if (t.kernel_detail_steps < 0) {
+      std::printf("  request %d: every kernel recorded\n", t.request);
+    } else {
+      const std::string detailed = t.kernel_detail_steps == 0 ? std::string("no decode step")
+                                                                : "decode steps 1-" + std::to_string(t.kernel_detail_steps);
+      std::printf("  request %d: kernel records for the encodes, the prefill and %s; %d later decode steps as %lld "
+                  "graph launches\n",
+                  t.request, detailed.c_str(), t.graph_level_steps, static_cast<long long>(t.graphs));
+    }
+  }
   if (!r.overhead.empty()) std::printf("\n%s", overhead_table(r.overhead).c_str());
 }
 

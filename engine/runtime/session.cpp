@@ -136,6 +136,7 @@ struct Session::Impl {
   std::map<Policy, CacheStats> cumulative;
   std::unique_ptr<DeviceTracer> tracer;  // after `backend`: flushed before the backend goes; never null
   std::string trace_note;                // why there is no device trace, when one was asked for
+  int64_t requests_finished = 0;         // the next request's number (its NVTX payload) is this + 1
 };
 
 Session::Session(const SessionOptions& options, EventSink* sink, const ProgressFn& progress)
@@ -202,7 +203,7 @@ Session::Session(const SessionOptions& options, EventSink* sink, const ProgressF
     if (impl_->backend->name() != "cuda") {
       impl_->trace_note = "device traces need the CUDA backend (this session runs on " + impl_->backend->name() + ")";
     } else {
-      impl_->tracer = make_device_tracer(&impl_->trace_note);
+      impl_->tracer = make_device_tracer(options.trace_options, &impl_->trace_note);
     }
   }
   // Without a device trace the engine's ranges still reach NVTX and the report.
@@ -219,6 +220,13 @@ std::string Session::backend_name() const { return impl_->backend->name(); }
 std::string Session::device() const { return impl_->backend->device(); }
 const std::string& Session::backend_note() const { return impl_->note; }
 const std::string& Session::device_trace_note() const { return impl_->trace_note; }
+
+void Session::set_device_tracer(std::unique_ptr<DeviceTracer> tracer) {
+  impl_->tracer.reset();
+  // Graphs captured before are dropped: every graph a trace sees is instantiated under it.
+  impl_->backend->drop_graphs();
+  impl_->tracer = tracer ? std::move(tracer) : std::make_unique<HostRangeTracer>();
+}
 
 CacheStats Session::cumulative(Policy policy) const {
   std::lock_guard lock(impl_->stats_mutex);
@@ -262,7 +270,11 @@ ServingResult Session::serve(const Workload& workload, const SchedulerOptions& o
 RunResult Session::submit(const PreparedRequest& prepared, const RunOptions& options, const TokenCallback& on_token) {
   Impl& im = *impl_;
   const Clock::time_point t0 = Clock::now();
-  std::optional<DeviceRange> request_range(std::in_place, im.tracer.get(), std::string("request (") + to_string(options.policy) + ")");
+  // The request's number in this session (the recorder's requests.id): every range of it carries
+  // it as its NVTX payload.
+  const int64_t request_id = im.requests_finished + 1;
+  std::optional<DeviceRange> request_range(std::in_place, im.tracer.get(),
+                                           std::string("request (") + to_string(options.policy) + ")", request_id);
   const PromptLayout& layout = prepared.layout;
   PolicyPool& pool = im.pool(options.policy);
   KvCacheManager& cache = *pool.cache;
@@ -307,7 +319,7 @@ RunResult Session::submit(const PreparedRequest& prepared, const RunOptions& opt
       const Clock::time_point te = Clock::now();
       const DeviceStep step(task, pool.first_block, block_size, false);
       {
-        DeviceRange range(im.tracer.get(), "encode segment " + std::to_string(task.segment));
+        DeviceRange range(im.tracer.get(), "encode segment " + std::to_string(task.segment), request_id);
         im.backend->forward(step.step, nullptr);
         im.backend->synchronize();
       }
@@ -329,7 +341,7 @@ RunResult Session::submit(const PreparedRequest& prepared, const RunOptions& opt
       }
     }
     if (!plan.copies.empty()) {
-      DeviceRange range(im.tracer.get(), "copy " + std::to_string(plan.copies.size()) + " blocks");
+      DeviceRange range(im.tracer.get(), "copy " + std::to_string(plan.copies.size()) + " blocks", request_id);
       std::vector<BlockCopy> copies = plan.copies;
       for (BlockCopy& c : copies) {
         c.src += pool.first_block;
@@ -352,7 +364,8 @@ RunResult Session::submit(const PreparedRequest& prepared, const RunOptions& opt
     };
     {
       DeviceRange range(im.tracer.get(),
-                        "prefill " + std::to_string(plan.prompt.tokens.size()) + " tokens (" + result.policy + ")");
+                        "prefill " + std::to_string(plan.prompt.tokens.size()) + " tokens (" + result.policy + ")",
+                        request_id);
       run_step(plan.prompt);
     }
     if (options.keep_logits) result.prompt_last_logits = logits;
@@ -379,7 +392,8 @@ RunResult Session::submit(const PreparedRequest& prepared, const RunOptions& opt
       if (on_token) on_token(te);
       if (is_eos || step_index + 1 == max_new) break;
       SegmentTask next = cache.next_decode_step(plan, token);
-      DeviceRange range(im.tracer.get(), "decode step " + std::to_string(step_index + 1));
+      if (im.tracer->decode_step(step_index + 1)) im.backend->next_decode_without_graph();
+      DeviceRange range(im.tracer.get(), "decode step " + std::to_string(step_index + 1), request_id);
       run_step(next);
     }
     if (result.generated_ids.size() > 1) {
@@ -412,6 +426,7 @@ RunResult Session::submit(const PreparedRequest& prepared, const RunOptions& opt
   done.stats = plan.stats;
   done.cancelled = result.cancelled;
   request_range.reset();
+  ++im.requests_finished;
   const DeviceActivity activity = im.tracer->drain();
   if (im.sink) im.sink->on_device_activity(activity);
   if (im.sink) im.sink->on_request_finished(done);

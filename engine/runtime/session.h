@@ -17,6 +17,7 @@
 #include "engine/runtime/request.h"
 #include "engine/runtime/request_preparation.h"
 #include "kernels/backend.h"
+#include "kernels/device_trace.h"
 
 namespace lazyscope {
 
@@ -49,6 +50,7 @@ struct SessionOptions {
   int cpu_threads = 0;                   // 0 = all cores
   CpuPrecision cpu_precision = CpuPrecision::Fast;  // CPU backend: fast kernels or the exact fp32 reference
   bool trace_device = false;             // CUPTI device trace (CUDA backend only); NVTX ranges are always on
+  DeviceTraceOptions trace_options;      // what that trace records (kernel detail for the first decode step by default)
 };
 
 struct RunOptions {
@@ -114,6 +116,10 @@ class Session {
   const std::string& backend_note() const;
   // Empty when trace_device was asked for and works; otherwise why there is no device trace.
   const std::string& device_trace_note() const;
+  // Replaces the session's tracer between requests (null: host ranges only, as without
+  // trace_device). The old tracer goes first (a CUPTI tracer detaches CUPTI when it goes), then
+  // the backend's captured CUDA graphs (recaptured under the new tracer by the next request).
+  void set_device_tracer(std::unique_ptr<DeviceTracer> tracer);
   const std::vector<Policy>& policies() const;
   int blocks_per_policy() const;
   // Throws Error when the session does not serve `policy`.

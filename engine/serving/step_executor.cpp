@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "engine/serving/step_time_model.h"
+#include "kernels/device_trace.h"
 
 namespace lazyscope {
 
@@ -39,11 +40,17 @@ class BackendExecutor final : public StepExecutor {
   }
   void run(StepWork& work) override {
     const Clock::time_point begin = Clock::now();
+    // NVTX ranges (domain LazyScope, always on; free when no tool listens): the step and its parts.
+    const DeviceRange step_range(nullptr, "scheduler step " + std::to_string(++steps_) + " (" +
+                                              std::to_string(work.prefill_tokens()) + " prefill tokens, decode batch " +
+                                              std::to_string(work.decode_batch()) + ")");
     for (PrefillPiece& p : work.prefill) {
       if (p.kind == PrefillPiece::Kind::Copy) {
+        const DeviceRange copy_range(nullptr, "copy " + std::to_string(p.copies.size()) + " blocks");
         backend_.copy_blocks(p.copies);
         continue;
       }
+      const DeviceRange chunk_range(nullptr, "prefill chunk " + std::to_string(p.tokens.size()) + " tokens");
       ForwardStep step{p.tokens, p.positions, p.slots, p.table, p.lazy, false};
       if (p.greedy) {
         p.token = backend_.forward_greedy(step);
@@ -60,6 +67,7 @@ class BackendExecutor final : public StepExecutor {
                                     work.decode_tables[i], work.decode_lazy[i] != 0, false});
       }
       work.decode_out.assign(batch, 0);
+      const DeviceRange decode_range(nullptr, "decode batch " + std::to_string(batch));
       backend_.forward_batch_greedy(steps, work.decode_out);
     }
     backend_.synchronize();
@@ -71,6 +79,7 @@ class BackendExecutor final : public StepExecutor {
   Backend& backend_;
   Clock::time_point t0_ = Clock::now();
   double busy_ = 0.0;
+  int64_t steps_ = 0;
 };
 
 class AccountingExecutor final : public StepExecutor {

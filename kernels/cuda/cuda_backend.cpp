@@ -249,6 +249,11 @@ void CudaBackend::set_tuning(const CudaTuning& tuning) {
   gemv_.prefetch_steps = tuning.gemv_prefetch_steps;
 }
 
+void CudaBackend::drop_graphs() {
+  synchronize();
+  invalidate_graphs();
+}
+
 void CudaBackend::invalidate_graphs() {
   for (auto& [key, exec] : graphs_) {
     if (exec != nullptr) LAZYSCOPE_CUDA_CHECK(cudaGraphExecDestroy(exec));

@@ -48,6 +48,8 @@ class CudaBackend final : public Backend {
   void forward_batch_greedy(std::span<const ForwardStep> steps, std::span<int32_t> tokens) override;
   void copy_blocks(std::span<const BlockCopy> copies) override;
   void synchronize() override;
+  void next_decode_without_graph() override { eager_next_decode_ = true; }
+  void drop_graphs() override;
 
   // The launch choices (benchmarks and tests change them; the product keeps the defaults).
   // Changing them waits for the stream and drops the captured graphs.
@@ -138,6 +140,7 @@ class CudaBackend final : public Backend {
   DeviceBuffer cublas_workspace_;  // cuBLAS's workspace, ours so that graph capture never allocates
   bool gemv_ok_ = false;  // every decode GEMM can take the GEMV path (hidden, q and mlp widths % 8)
   int graph_captures_ = 0, graph_replays_ = 0;
+  bool eager_next_decode_ = false;  // next_decode_without_graph()
 };
 
 }  // namespace lazyscope::cuda

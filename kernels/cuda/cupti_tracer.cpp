@@ -1,10 +1,15 @@
 // DeviceTracer on CUPTI's activity API: concurrent-kernel records (launch configuration, registers,
-// shared memory, graph node), memcpy and memset records, and runtime API records plus the driver's
-// kernel launches (cuBLAS launches some kernels through the driver), all with correlation ids; host
-// ranges and their NVTX twins come from HostRangeTracer. CUPTI timestamps are moved onto
-// std::chrono::steady_clock with one offset taken when the tracer starts. Records are copied out of
-// CUPTI's buffers as they complete; kernel names are demangled once per symbol at drain time, after
-// the request's timers stopped. Destroying the tracer detaches CUPTI from the process.
+// shared memory, graph node), memcpy and memset records, runtime and driver API records (cuBLASLt
+// launches its kernels through the driver), all with correlation ids; with
+// DeviceTraceOptions::kernel_steps >= 0 also graph-trace records, one per CUDA graph launch (graph
+// replays then get no per-node kernel records, as with nsys --cuda-graph-trace=graph), and the
+// first kernel_steps decode steps of a request run their kernels outside the graph to keep their
+// kernel records. Every kind is enabled once, when the tracer starts. Host ranges and their NVTX
+// twins come from HostRangeTracer. CUPTI timestamps are moved onto std::chrono::steady_clock with
+// one offset taken when the tracer starts. CUPTI fills large pre-zeroed buffers; completed ones are
+// only queued, and drain() (after the request's timers stopped) reads the records and recycles the
+// buffers; kernel names are demangled later, by the session recorder. Destroying the tracer
+// detaches CUPTI from the process.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -12,6 +17,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
@@ -35,10 +41,27 @@ std::string short_kernel_name(const char* mangled) {
 namespace {
 
 std::atomic<bool> g_active{false};
-std::mutex g_mutex;
-DeviceActivity g_pending;            // completed records, steady-clock times
 std::atomic<uint64_t> g_dropped{0};  // records CUPTI could not store (all buffers full)
 int64_t g_offset_ns = 0;             // steady_clock − CUPTI timestamp
+
+// Activity buffers: a pool of zeroed, resident buffers handed to CUPTI (so CUPTI neither zeroes a
+// buffer nor faults its pages in on the launching thread), and the completed ones, kept as they
+// are until drain() reads them (no per-record work while the request runs).
+constexpr size_t kBufferBytes = 32u << 20;
+constexpr int kPreallocatedBuffers = 3;
+std::mutex g_buffer_mutex;
+std::vector<uint8_t*> g_free_buffers;
+struct CompletedBuffer {
+  uint8_t* data = nullptr;
+  size_t valid = 0;
+};
+std::vector<CompletedBuffer> g_completed;
+
+uint8_t* new_zeroed_buffer() {
+  auto* b = static_cast<uint8_t*>(std::aligned_alloc(64, kBufferBytes));
+  if (b != nullptr) std::memset(b, 0, kBufferBytes);  // zero and fault every page in now
+  return b;
+}
 
 int64_t steady_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -46,23 +69,53 @@ int64_t steady_ns() {
 }
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
-  constexpr size_t kBytes = 8u << 20;
-  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBytes));
-  *size = *buffer != nullptr ? kBytes : 0;
+  uint8_t* b = nullptr;
+  {
+    std::lock_guard lock(g_buffer_mutex);
+    if (!g_free_buffers.empty()) {
+      b = g_free_buffers.back();
+      g_free_buffers.pop_back();
+    }
+  }
+  if (b == nullptr) b = new_zeroed_buffer();
+  *buffer = b;
+  *size = b != nullptr ? kBufferBytes : 0;
   *max_records = 0;
 }
 
-std::string api_name(CUpti_CallbackDomain domain, uint32_t cbid) {
-  const char* name = nullptr;
-  if (cuptiGetCallbackName(domain, cbid, &name) == CUPTI_SUCCESS && name != nullptr) return name;
-  return (domain == CUPTI_CB_DOMAIN_DRIVER_API ? "driver API " : "runtime API ") + std::to_string(cbid);
+void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* buffer, size_t, size_t valid_size) {
+  size_t dropped = 0;
+  if (cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped) == CUPTI_SUCCESS) g_dropped += dropped;
+  if (buffer == nullptr) return;
+  std::lock_guard lock(g_buffer_mutex);
+  g_completed.push_back({buffer, valid_size});
 }
 
-void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* buffer, size_t, size_t valid_size) {
-  DeviceActivity batch;
+// Names of API callbacks, looked up once per (domain, cbid).
+class ApiNames {
+ public:
+  const std::string& get(bool driver, uint32_t cbid) {
+    const uint64_t key = (uint64_t(driver) << 32) | cbid;
+    auto it = names_.find(key);
+    if (it != names_.end()) return it->second;
+    const CUpti_CallbackDomain domain = driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API;
+    const char* name = nullptr;
+    std::string text = cuptiGetCallbackName(domain, cbid, &name) == CUPTI_SUCCESS && name != nullptr
+                           ? std::string(name)
+                           : (driver ? "driver API " : "runtime API ") + std::to_string(cbid);
+    return names_.emplace(key, std::move(text)).first->second;
+  }
+
+ private:
+  std::map<uint64_t, std::string> names_;
+};
+
+// Copies one completed buffer's records into `out` (steady-clock times).
+void parse_buffer(const CompletedBuffer& buffer, ApiNames& names, DeviceActivity& out) {
   const int64_t offset = g_offset_ns;
   CUpti_Activity* record = nullptr;
-  while (valid_size > 0 && cuptiActivityGetNextRecord(buffer, valid_size, &record) == CUPTI_SUCCESS) {
+  size_t valid_size = buffer.valid;
+  while (valid_size > 0 && cuptiActivityGetNextRecord(buffer.data, valid_size, &record) == CUPTI_SUCCESS) {
     if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || record->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
       KernelRecord r;
@@ -87,55 +140,50 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* b
       r.shared_memory_limit_config = int(k->shmemLimitConfig);
       r.graph_node_id = k->graphNodeId;
       r.graph_id = k->graphId;
-      batch.kernels.push_back(std::move(r));
+      out.kernels.push_back(std::move(r));
     } else if (record->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-      batch.memcpys.push_back({int64_t(m->start) + offset, int64_t(m->end) + offset, m->deviceId, m->contextId,
-                               m->streamId, m->correlationId, m->bytes, m->copyKind, m->srcKind, m->dstKind,
-                               m->graphNodeId});
+      out.memcpys.push_back({int64_t(m->start) + offset, int64_t(m->end) + offset, m->deviceId, m->contextId,
+                             m->streamId, m->correlationId, m->bytes, m->copyKind, m->srcKind, m->dstKind,
+                             m->graphNodeId});
     } else if (record->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
-      batch.memsets.push_back({int64_t(m->start) + offset, int64_t(m->end) + offset, m->deviceId, m->contextId,
-                               m->streamId, m->correlationId, m->bytes, m->value, m->memoryKind, m->graphNodeId});
+      out.memsets.push_back({int64_t(m->start) + offset, int64_t(m->end) + offset, m->deviceId, m->contextId,
+                             m->streamId, m->correlationId, m->bytes, m->value, m->memoryKind, m->graphNodeId});
+    } else if (record->kind == CUPTI_ACTIVITY_KIND_GRAPH_TRACE) {
+      const auto* g = reinterpret_cast<const CUpti_ActivityGraphTrace2*>(record);
+      if (g->start == 0 && g->end == 0) continue;  // CUPTI could not time this launch
+      out.graphs.push_back({int64_t(g->start) + offset, int64_t(g->end) + offset, g->deviceId, g->contextId,
+                            g->streamId, g->correlationId, g->graphId});
     } else if (record->kind == CUPTI_ACTIVITY_KIND_RUNTIME || record->kind == CUPTI_ACTIVITY_KIND_DRIVER) {
       const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(record);
       const bool driver = record->kind == CUPTI_ACTIVITY_KIND_DRIVER;
-      batch.api_calls.push_back({int64_t(a->start) + offset, int64_t(a->end) + offset, driver, a->threadId,
-                                 a->correlationId,
-                                 api_name(driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API, a->cbid),
-                                 int64_t(a->returnValue)});
+      out.api_calls.push_back({int64_t(a->start) + offset, int64_t(a->end) + offset, driver, a->threadId,
+                               a->correlationId, names.get(driver, a->cbid), int64_t(a->returnValue)});
     }
   }
-  size_t dropped = 0;
-  if (cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped) == CUPTI_SUCCESS) g_dropped += dropped;
-  std::free(buffer);
-  std::lock_guard lock(g_mutex);
-  auto append = [](auto& to, auto& from) { to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end())); };
-  append(g_pending.kernels, batch.kernels);
-  append(g_pending.memcpys, batch.memcpys);
-  append(g_pending.memsets, batch.memsets);
-  append(g_pending.api_calls, batch.api_calls);
 }
 
-const CUpti_ActivityKind kAllKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                        CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_RUNTIME};
-// Driver calls that launch kernels: cuBLAS(Lt) launches through these, not through the runtime.
-const CUpti_CallbackId kDriverLaunches[] = {
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,           CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,         CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,            CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz};
+const CUpti_ActivityKind kAllKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_GRAPH_TRACE,
+                                        CUPTI_ACTIVITY_KIND_MEMCPY,            CUPTI_ACTIVITY_KIND_MEMSET,
+                                        CUPTI_ACTIVITY_KIND_RUNTIME,           CUPTI_ACTIVITY_KIND_DRIVER};
 
-std::vector<CUpti_ActivityKind> kinds_for(const DeviceTraceOptions& o) {
+// Per-kernel and per-copy records.
+std::vector<CUpti_ActivityKind> detail_kinds(const DeviceTraceOptions& o) {
   std::vector<CUpti_ActivityKind> kinds{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL};
   if (o.memory) kinds.insert(kinds.end(), {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET});
-  if (o.api_calls) kinds.push_back(CUPTI_ACTIVITY_KIND_RUNTIME);
   return kinds;
+}
+
+// Runtime and every driver API call: cuBLASLt launches its GEMM kernels through the driver, so
+// their correlation ids join CUPTI_ACTIVITY_KIND_DRIVER rows.
+std::vector<CUpti_ActivityKind> api_kinds(const DeviceTraceOptions& o) {
+  if (!o.api_calls) return {};
+  return {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER};
 }
 
 void disable_all() {
   for (CUpti_ActivityKind kind : kAllKinds) cuptiActivityDisable(kind);
-  for (CUpti_CallbackId cbid : kDriverLaunches) cuptiActivityEnableDriverApi(cbid, 0);
 }
 
 std::string cupti_error(const char* call, CUptiResult result) {
@@ -191,7 +239,8 @@ std::vector<GpuInfo> visible_gpus() {
 
 class CuptiTracer final : public HostRangeTracer {
  public:
-  CuptiTracer() : gpus_(visible_gpus()) {}
+  CuptiTracer(const DeviceTraceOptions& options, bool graph_level)
+      : options_(options), gpus_(visible_gpus()), graph_level_(graph_level) {}
 
   ~CuptiTracer() override {
     // Detach CUPTI entirely (cuptiFinalize, after the synchronisation and flush it requires): a
@@ -200,21 +249,44 @@ class CuptiTracer final : public HostRangeTracer {
     cuptiActivityFlushAll(1);
     disable_all();
     cuptiFinalize();
-    {
-      std::lock_guard lock(g_mutex);
-      g_pending = DeviceActivity{};
-    }
+    std::lock_guard lock(g_buffer_mutex);
+    for (const CompletedBuffer& b : g_completed) std::free(b.data);
+    for (uint8_t* b : g_free_buffers) std::free(b);
+    g_completed.clear();
+    g_free_buffers.clear();
     g_dropped = 0;
     g_active = false;
   }
 
+  bool decode_step(int step) override {
+    if (!graph_level_) return false;  // every kernel is recorded, graph nodes too
+    if (step <= options_.kernel_steps) {
+      ++detail_steps_;
+      return true;
+    }
+    ++graph_level_steps_;
+    return false;
+  }
+
   DeviceActivity drain() override {
-    cuptiActivityFlushAll(0);
+    const auto t0 = std::chrono::steady_clock::now();
     DeviceActivity out;
+    out.kernel_detail_steps = graph_level_ ? detail_steps_ : -1;
+    out.graph_level_steps = graph_level_steps_;
+    detail_steps_ = graph_level_steps_ = 0;
+    cuptiActivityFlushAll(0);
+    std::vector<CompletedBuffer> completed;
     {
-      std::lock_guard lock(g_mutex);
-      out = std::move(g_pending);
-      g_pending = DeviceActivity{};
+      std::lock_guard lock(g_buffer_mutex);
+      completed.swap(g_completed);
+    }
+    for (const CompletedBuffer& b : completed) {
+      parse_buffer(b, names_, out);
+      std::memset(b.data, 0, kBufferBytes);  // zeroed again for its next use
+    }
+    {
+      std::lock_guard lock(g_buffer_mutex);
+      for (const CompletedBuffer& b : completed) g_free_buffers.push_back(b.data);
     }
     out.ranges = take_ranges();
     out.device_traced = true;
@@ -228,12 +300,19 @@ class CuptiTracer final : public HostRangeTracer {
     std::stable_sort(out.memcpys.begin(), out.memcpys.end(), by_start);
     std::stable_sort(out.memsets.begin(), out.memsets.end(), by_start);
     std::stable_sort(out.api_calls.begin(), out.api_calls.end(), by_start);
+    std::stable_sort(out.graphs.begin(), out.graphs.end(), by_start);
+    out.flush_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return out;
   }
 
  private:
+  DeviceTraceOptions options_;
   std::vector<GpuInfo> gpus_;
   bool gpus_sent_ = false;
+  ApiNames names_;
+  bool graph_level_ = false;  // graph launches give graph-trace records (CUPTI_ACTIVITY_KIND_GRAPH_TRACE on)
+  int detail_steps_ = 0;
+  int graph_level_steps_ = 0;
 };
 
 }  // namespace
@@ -244,6 +323,18 @@ std::unique_ptr<DeviceTracer> make_cupti_tracer(const DeviceTraceOptions& option
     if (why) *why = "another device trace is already running in this process";
     return nullptr;
   }
+  {
+    std::lock_guard lock(g_buffer_mutex);
+    while (int(g_free_buffers.size()) < kPreallocatedBuffers) {
+      uint8_t* b = new_zeroed_buffer();
+      if (b == nullptr) break;
+      g_free_buffers.push_back(b);
+    }
+  }
+  // Our buffers come zeroed (CUPTI would otherwise zero each one on the thread that needs it).
+  uint8_t zeroed = 1;
+  size_t attribute_size = sizeof zeroed;
+  cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &attribute_size, &zeroed);
   // API records carry the OS thread id (gettid), the id NVTX_EVENTS and Nsight Systems use.
   CUptiResult result = cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
   const char* failed = "cuptiSetThreadIdType";
@@ -251,15 +342,19 @@ std::unique_ptr<DeviceTracer> make_cupti_tracer(const DeviceTraceOptions& option
     result = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
     failed = "cuptiActivityRegisterCallbacks";
   }
-  for (CUpti_ActivityKind kind : kinds_for(options)) {
+  std::vector<CUpti_ActivityKind> kinds = detail_kinds(options);
+  for (CUpti_ActivityKind kind : api_kinds(options)) kinds.push_back(kind);
+  for (CUpti_ActivityKind kind : kinds) {
     if (result != CUPTI_SUCCESS) break;
     result = cuptiActivityEnable(kind);
     failed = "cuptiActivityEnable";
   }
-  for (CUpti_CallbackId cbid : kDriverLaunches) {
-    if (result != CUPTI_SUCCESS || !options.api_calls) break;
-    result = cuptiActivityEnableDriverApi(cbid, 1);
-    failed = "cuptiActivityEnableDriverApi";
+  // Graph-level records for graph launches (kernels launched outside graphs keep their kernel
+  // records, as with Nsight Systems' --cuda-graph-trace=graph). Enabled here, never toggled while
+  // graphs run. Where CUPTI refuses it, every kernel is recorded instead.
+  bool graph_level = false;
+  if (result == CUPTI_SUCCESS && options.kernel_steps >= 0) {
+    graph_level = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE) == CUPTI_SUCCESS;
   }
   uint64_t now = 0;
   if (result == CUPTI_SUCCESS) {
@@ -274,7 +369,7 @@ std::unique_ptr<DeviceTracer> make_cupti_tracer(const DeviceTraceOptions& option
   }
   g_offset_ns = steady_ns() - int64_t(now);
   g_dropped = 0;
-  return std::make_unique<CuptiTracer>();
+  return std::make_unique<CuptiTracer>(options, graph_level);
 }
 #else
 std::unique_ptr<DeviceTracer> make_cupti_tracer(const DeviceTraceOptions&, std::string* why) {

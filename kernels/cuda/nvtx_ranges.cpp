@@ -18,12 +18,16 @@ nvtxDomainHandle_t domain() {
 
 }  // namespace
 
-void nvtx_push(const char* name) {
+void nvtx_push(const char* name, int64_t payload) {
   nvtxEventAttributes_t attributes{};
   attributes.version = NVTX_VERSION;
   attributes.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
   attributes.messageType = NVTX_MESSAGE_TYPE_ASCII;
   attributes.message.ascii = name;
+  if (payload != 0) {
+    attributes.payloadType = NVTX_PAYLOAD_TYPE_INT64;
+    attributes.payload.llValue = payload;
+  }
   nvtxDomainRangePushEx(domain(), &attributes);
 }
 
@@ -31,7 +35,7 @@ void nvtx_pop() { nvtxDomainRangePop(domain()); }
 
 bool nvtx_compiled() { return true; }
 #else
-void nvtx_push(const char*) {}
+void nvtx_push(const char*, int64_t) {}
 void nvtx_pop() {}
 bool nvtx_compiled() { return false; }
 #endif

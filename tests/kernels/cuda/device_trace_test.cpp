@@ -1,6 +1,8 @@
 // The CUPTI device tracer: kernel names read well; a real forward step on the GPU shows up as kernel
 // records (launch configuration, registers, a launch API record by correlation id) inside the host
-// range that launched them; graph-replayed decode kernels carry their graph launch's correlation id.
+// range that launched them; graph-replayed decode kernels carry their graph launch's correlation id;
+// with graph-level records on (the default), the first DeviceTraceOptions::kernel_steps decode steps
+// run their kernels one by one with a record each and every later graph launch is one graph record.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,7 +30,9 @@ TEST(DeviceTraceNames, DemangledKernelNamesAreShort) {
 TEST(DeviceTrace, ForwardStepKernelsLandInsideTheirRange) {
   LAZYSCOPE_REQUIRE_GPU();
   std::string why;
-  std::unique_ptr<DeviceTracer> tracer = make_device_tracer(&why);
+  DeviceTraceOptions every_kernel;
+  every_kernel.kernel_steps = -1;  // graph replays recorded node by node
+  std::unique_ptr<DeviceTracer> tracer = make_device_tracer(every_kernel, &why);
   ASSERT_NE(tracer, nullptr) << why;
   std::string second_why;
   EXPECT_EQ(make_device_tracer(&second_why), nullptr);  // one at a time
@@ -95,6 +99,54 @@ TEST(DeviceTrace, ForwardStepKernelsLandInsideTheirRange) {
   EXPECT_GT(graph_kernels, 0);
   tracer.reset();
   EXPECT_NE(make_device_tracer(&why), nullptr) << why;  // free again
+}
+
+TEST(DeviceTrace, DecodeStepsPastTheKernelStepsAreOneGraphRecordPerLaunch) {
+  LAZYSCOPE_REQUIRE_GPU();
+  DeviceTraceOptions options;
+  options.kernel_steps = 1;
+  std::string why;
+  std::unique_ptr<DeviceTracer> tracer = make_device_tracer(options, &why);
+  ASSERT_NE(tracer, nullptr) << why;
+  CudaBackend backend;
+  backend.load_synthetic(synthetic_shape("tiny"), 3);
+  backend.allocate_pool(8, 16);
+  std::vector<float> logits;
+  const std::vector<int32_t> tokens{1, 2, 3, 4, 5}, positions{0, 1, 2, 3, 4}, slots{0, 1, 2, 3, 4};
+  const std::vector<BlockRef> table{BlockRef{0, 0, 5}};
+  backend.forward(ForwardStep{tokens, positions, slots, table, false, true}, &logits);
+  backend.synchronize();
+  const DeviceActivity prefill = tracer->drain();
+  EXPECT_FALSE(prefill.kernels.empty());  // launched outside graphs: kernel records
+  EXPECT_TRUE(prefill.graphs.empty());
+  // One request's decode steps, as the session runs them.
+  for (int step = 1; step <= 4; ++step) {
+    if (tracer->decode_step(step)) backend.next_decode_without_graph();
+    const std::vector<int32_t> one{6}, pos{4 + step}, slot{4 + step};
+    const std::vector<BlockRef> t{BlockRef{0, 0, 5 + step}};
+    backend.forward(ForwardStep{one, pos, slot, t, false, true}, &logits);
+  }
+  backend.synchronize();
+  const DeviceActivity a = tracer->drain();
+  EXPECT_EQ(a.kernel_detail_steps, 1);
+  EXPECT_EQ(a.graph_level_steps, 3);
+  std::set<uint32_t> graph_launches, kernel_launches;
+  for (const ApiRecord& c : a.api_calls) {
+    if (c.name.rfind("cudaGraphLaunch", 0) == 0) graph_launches.insert(c.correlation_id);
+  }
+  EXPECT_EQ(graph_launches.size(), 3u);  // steps 2-4 (step 2 captured the graph)
+  for (const KernelRecord& k : a.kernels) {
+    EXPECT_EQ(k.graph_node_id, 0u) << k.mangled_name << ": a graph node's kernel record";
+    EXPECT_FALSE(graph_launches.count(k.correlation_id));
+    kernel_launches.insert(k.correlation_id);
+  }
+  EXPECT_GE(int(a.kernels.size()), 2 + 4 * synthetic_shape("tiny").num_layers);  // step 1, one by one
+  ASSERT_EQ(a.graphs.size(), 3u);
+  for (const GraphRecord& g : a.graphs) {
+    EXPECT_TRUE(graph_launches.count(g.correlation_id)) << g.correlation_id;
+    EXPECT_LT(g.start_ns, g.end_ns);
+  }
+  EXPECT_EQ(a.dropped_records, 0u);
 }
 
 }  // namespace

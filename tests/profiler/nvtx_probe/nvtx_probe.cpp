@@ -1,6 +1,7 @@
 // A minimal NVTX injection library (the mechanism Nsight Systems uses): loaded by nvtx3 from
 // NVTX_INJECTION64_PATH at a process's first NVTX call, it writes every domain creation, push and
-// pop to the file named by LAZYSCOPE_NVTX_LOG. Tests use it to see what a tool sees.
+// pop (with its int64 payload, when it has one) to the file named by LAZYSCOPE_NVTX_LOG. Tests use it
+// to see what a tool sees.
 #include <nvtx3/nvToolsExt.h>
 
 #include <cstdio>
@@ -35,7 +36,11 @@ nvtxDomainHandle_t NVTX_API domain_create(const char* name) {
 
 int NVTX_API domain_push(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
   const char* text = attributes != nullptr && attributes->messageType == NVTX_MESSAGE_TYPE_ASCII ? attributes->message.ascii : "";
-  log_line("push\t" + domain_name(domain) + "\t" + text);
+  std::string payload;
+  if (attributes != nullptr && attributes->payloadType == NVTX_PAYLOAD_TYPE_INT64) {
+    payload = "\t" + std::to_string(attributes->payload.llValue);
+  }
+  log_line("push\t" + domain_name(domain) + "\t" + text + payload);
   return 0;
 }
 
