@@ -134,6 +134,9 @@ TEST_F(JobProgress, ACancelledModelLoadKeepsThePreviousModel) {
   gate.open();
   ASSERT_TRUE(arrived(ended, kWaitMs));
   EXPECT_TRUE(ended.takeFirst().at(0).toBool());  // cancelled, not loaded
+  // The spy hears loadEnded on the worker's thread; the window handles it through its queued
+  // connection, so wait for the window to have done so before looking at its state.
+  ASSERT_TRUE(wait_for([&window] { return !window.jobs()->running("load"); }, kWaitMs));
   EXPECT_EQ(opened.count(), 0);
   EXPECT_FALSE(window.jobs()->running("load"));
   EXPECT_FALSE(window.jobs()->isVisible());
