@@ -54,7 +54,8 @@ std::vector<OverheadProbeRow> run_overhead_probe(const OverheadProbeOptions& o,
   // Written so that NaN fails too.
   if (!(o.timing_ms >= 0.0 && o.timing_ms <= 10'000.0)) throw Error("--timing-ms must be between 0 and 10000");
   if (o.cpu_threads < 0 || o.cpu_threads > 4096) throw Error("--threads must be between 0 and 4096");
-  // Every shape of the grid is checked before the first one is timed.
+  // The whole grid is built and checked before the first shape is timed.
+  std::vector<std::pair<std::string, AttentionProbeShape>> grid;
   for (const std::string& name : o.shapes) {
     AttentionProbeShape shape;
     probe_shape_from(name, &shape.num_heads, &shape.num_kv_heads, &shape.head_dim);
@@ -65,67 +66,58 @@ std::vector<OverheadProbeRow> run_overhead_probe(const OverheadProbeOptions& o,
         shape.batch = batch;
         shape.context = context;
         check_probe_shape(shape);
+        grid.emplace_back(name, shape);
       }
     }
   }
   const int threads = o.cpu_threads > 0 ? o.cpu_threads : int(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<OverheadProbeRow> rows;
-  for (const std::string& name : o.shapes) {
-    AttentionProbeShape shape;
-    probe_shape_from(name, &shape.num_heads, &shape.num_kv_heads, &shape.head_dim);
-    shape.block_size = o.block_size;
-    shape.document_tokens = o.document_tokens;
-    for (int batch : o.batches) {
-      for (int context : o.contexts) {
-        shape.batch = batch;
-        shape.context = context;
-        std::unique_ptr<AttentionProbe> probe = make_attention_probe(o.backend, shape, threads);
-        const double target_us = 1e3 * (o.timing_ms > 0.0 ? o.timing_ms : probe->backend() == "cuda" ? 2.0 : 20.0);
-        probe->time_us(false, 1);  // first touch, lazy init
-        probe->time_us(true, 1);
-        const double one = std::max(1e-3, 0.5 * (probe->time_us(false, 2) + probe->time_us(true, 2)));
-        const int calls = std::clamp(int(target_us / one), 1, 100'000);
-        probe->time_us(false, calls);  // warm clocks and caches at the measured length
-        probe->time_us(true, calls);
-        std::vector<double> ratios, plain, lazy;
-        for (int r = 0; r < o.repeats; ++r) {
-          // ABBA on even repeats, BAAB on odd ones: drift cancels within a repeat and across pairs.
-          const bool lazy_first = r % 2 == 1;
-          const double a1 = probe->time_us(lazy_first, calls);
-          const double b1 = probe->time_us(!lazy_first, calls);
-          const double b2 = probe->time_us(!lazy_first, calls);
-          const double a2 = probe->time_us(lazy_first, calls);
-          const double p = lazy_first ? b1 + b2 : a1 + a2;
-          const double l = lazy_first ? a1 + a2 : b1 + b2;
-          plain.push_back(0.5 * p);
-          lazy.push_back(0.5 * l);
-          ratios.push_back(l / p - 1.0);
-        }
-        OverheadProbeRow row;
-        row.backend = probe->backend();
-        row.device = probe->device();
-        row.kernel = probe->kernel();
-        row.shape = name;
-        row.num_heads = shape.num_heads;
-        row.num_kv_heads = shape.num_kv_heads;
-        row.head_dim = shape.head_dim;
-        row.block_size = shape.block_size;
-        row.batch = batch;
-        row.context = context;
-        row.document_tokens = shape.document_tokens;
-        row.repeats = o.repeats;
-        row.calls = calls;
-        row.plain_us = quantile(plain, 0.5);
-        row.lazy_us = quantile(lazy, 0.5);
-        row.overhead = quantile(ratios, 0.5);
-        row.overhead_p25 = quantile(ratios, 0.25);
-        row.overhead_p75 = quantile(ratios, 0.75);
-        row.overhead_min = *std::min_element(ratios.begin(), ratios.end());
-        row.overhead_max = *std::max_element(ratios.begin(), ratios.end());
-        if (on_row) on_row(row);
-        rows.push_back(row);
-      }
+  for (const auto& [name, shape] : grid) {
+    std::unique_ptr<AttentionProbe> probe = make_attention_probe(o.backend, shape, threads);
+    const double target_us = 1e3 * (o.timing_ms > 0.0 ? o.timing_ms : probe->backend() == "cuda" ? 2.0 : 20.0);
+    probe->time_us(false, 1);  // first touch, lazy init
+    probe->time_us(true, 1);
+    const double one = std::max(1e-3, 0.5 * (probe->time_us(false, 2) + probe->time_us(true, 2)));
+    const int calls = std::clamp(int(target_us / one), 1, 100'000);
+    probe->time_us(false, calls);  // warm clocks and caches at the measured length
+    probe->time_us(true, calls);
+    std::vector<double> ratios, plain, lazy;
+    for (int r = 0; r < o.repeats; ++r) {
+      // ABBA on even repeats, BAAB on odd ones: drift cancels within a repeat and across pairs.
+      const bool lazy_first = r % 2 == 1;
+      const double a1 = probe->time_us(lazy_first, calls);
+      const double b1 = probe->time_us(!lazy_first, calls);
+      const double b2 = probe->time_us(!lazy_first, calls);
+      const double a2 = probe->time_us(lazy_first, calls);
+      const double p = lazy_first ? b1 + b2 : a1 + a2;
+      const double l = lazy_first ? a1 + a2 : b1 + b2;
+      plain.push_back(0.5 * p);
+      lazy.push_back(0.5 * l);
+      ratios.push_back(l / p - 1.0);
     }
+    OverheadProbeRow row;
+    row.backend = probe->backend();
+    row.device = probe->device();
+    row.kernel = probe->kernel();
+    row.shape = name;
+    row.num_heads = shape.num_heads;
+    row.num_kv_heads = shape.num_kv_heads;
+    row.head_dim = shape.head_dim;
+    row.block_size = shape.block_size;
+    row.batch = shape.batch;
+    row.context = shape.context;
+    row.document_tokens = shape.document_tokens;
+    row.repeats = o.repeats;
+    row.calls = calls;
+    row.plain_us = quantile(plain, 0.5);
+    row.lazy_us = quantile(lazy, 0.5);
+    row.overhead = quantile(ratios, 0.5);
+    row.overhead_p25 = quantile(ratios, 0.25);
+    row.overhead_p75 = quantile(ratios, 0.75);
+    row.overhead_min = *std::min_element(ratios.begin(), ratios.end());
+    row.overhead_max = *std::max_element(ratios.begin(), ratios.end());
+    if (on_row) on_row(row);
+    rows.push_back(row);
   }
   return rows;
 }
