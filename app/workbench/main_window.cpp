@@ -626,9 +626,22 @@ void MainWindow::connectJobs() {
     activity_label_->setText(cancelled ? tr("Evaluation stopped; the finished questions are kept.")
                                        : tr("Evaluation finished."));
   });
+  connect(workload_lab_, &WorkloadLabPanel::runBegan, this, [this](const QString& title) {
+    jobs_->begin(QStringLiteral("workload"), title, [this] { workload_lab_->stopRun(); });
+    jobs_->update(QStringLiteral("workload"), -1, tr("starting"));
+  });
+  connect(workload_lab_, &WorkloadLabPanel::progressChanged, this,
+          [this](double f, const QString& what) { jobs_->update(QStringLiteral("workload"), f, what); });
   connect(workload_lab_, &WorkloadLabPanel::runFinished, this, [this](bool cancelled) {
-    activity_label_->setText(cancelled ? tr("Workload stopped; the Workload Lab keeps what ran.")
-                                       : tr("Workload finished."));
+    jobs_->end(QStringLiteral("workload"));
+    if (!workload_lab_->lastError().isEmpty())
+      activity_label_->setText(tr("Workload failed: %1").arg(workload_lab_->lastError()));
+    else if (!cancelled)
+      activity_label_->setText(tr("Workload finished."));
+    else if (workload_lab_->keptPreviousResults())
+      activity_label_->setText(tr("Workload cancelled while loading; the Workload Lab keeps its previous results."));
+    else
+      activity_label_->setText(tr("Workload stopped; the Workload Lab keeps what ran."));
   });
 }
 

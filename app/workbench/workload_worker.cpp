@@ -203,13 +203,23 @@ void WorkloadWorker::run(const WorkloadLabConfig& config) {
     }
     sc.block_size = config.block_size;
     sc.cpu_threads = config.cpu_threads;
-    ServingEngine engine(sc, [this](double f, std::string_view what) {
-      Q_EMIT progress(f, QStringLiteral("loading: ") + QString::fromUtf8(what.data(), qsizetype(what.size())));
-    });
-    auto workload = std::make_shared<const Workload>(make_lab_workload(config, engine.shape().vocab_size,
-        [this](double f, std::string_view what) {
-          Q_EMIT progress(f, QStringLiteral("preparing: ") + QString::fromUtf8(what.data(), qsizetype(what.size())));
-        }));
+    // Stop while the model loads or the workload is made: the next report throws Cancelled, and
+    // the panel never hears workloadReady, so it keeps the previous run's results.
+    ServingEngine engine(sc, cancellable(
+                                 [this](double f, std::string_view what) {
+                                   Q_EMIT progress(f, QStringLiteral("loading: ") +
+                                                          QString::fromUtf8(what.data(), qsizetype(what.size())));
+                                 },
+                                 &cancel_));
+    if (cancel_.load()) throw Cancelled();  // pressed after the last report
+    auto workload = std::make_shared<const Workload>(make_lab_workload(
+        config, engine.shape().vocab_size,
+        cancellable(
+            [this](double f, std::string_view what) {
+              Q_EMIT progress(f, QStringLiteral("preparing: ") + QString::fromUtf8(what.data(), qsizetype(what.size())));
+            },
+            &cancel_)));
+    if (cancel_.load()) throw Cancelled();
     Q_EMIT workloadReady(workload, qint64(engine.bytes_per_block()));
     SchedulerOptions so;
     so.step_tokens = config.step_tokens;
@@ -239,6 +249,8 @@ void WorkloadWorker::run(const WorkloadLabConfig& config) {
       }
       if (cancelled) break;
     }
+  } catch (const Cancelled&) {
+    cancelled = true;  // before the first run: nothing was served
   } catch (const std::exception& e) {
     Q_EMIT failed(QString::fromUtf8(e.what()));
   }

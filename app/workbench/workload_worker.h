@@ -74,7 +74,8 @@ class WorkloadWorker : public QObject {
   Q_OBJECT
  public:
   explicit WorkloadWorker(QObject* parent = nullptr) : QObject(parent) {}
-  // Thread-safe: the current (budget, policy) run stops at its next step, the rest are skipped.
+  // Thread-safe: a model load or workload preparation stops at its next progress report (no
+  // workloadReady follows), a (budget, policy) run at its next step; the rest are skipped.
   void requestStop() { cancel_.store(true); }
   void clearStop() { cancel_.store(false); }
 

@@ -7,6 +7,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QFileInfo>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -167,13 +168,19 @@ WorkloadLabPanel::WorkloadLabPanel(QWidget* parent) : QWidget(parent) {
   thread_.start();
   connect(worker_, &WorkloadWorker::progress, this, [this](double f, const QString& what) {
     progress_->setValue(int(1000 * f));
-    setStatus(what);
+    if (!stop_requested_) setStatus(what);
+    Q_EMIT progressChanged(f, what);
   });
   connect(worker_, &WorkloadWorker::workloadReady, this,
           [this](std::shared_ptr<const Workload> w, qint64 bytes_per_block) {
+            if (stop_requested_) return;  // stopped (or a report opened) while it loaded
+            // The first run is about to start: only now does the previous run's picture go.
+            clearResults();
+            last_config_ = pending_config_;
             workload_ = std::move(w);
             bytes_per_block_ = bytes_per_block;
             prompts_ = workload_prompts(*workload_);
+            workload_ready_ = true;
           });
   connect(worker_, &WorkloadWorker::runStarted, this, &WorkloadLabPanel::onRunStarted);
   connect(worker_, &WorkloadWorker::requestsStreamed, this, &WorkloadLabPanel::onRequests);
@@ -475,14 +482,11 @@ bool WorkloadLabPanel::startRun() {
     setStatus(tr("Cannot run: the %1 backend needs a model file (none given and no default model)").arg(c.backend));
     return false;
   }
-  results_.clear();
-  resetPlots();
-  workload_.reset();
-  prompts_ = {};
-  last_config_ = c;
-  replay_ = false;
-  replay_metadata_.clear();
-  streamed_requests_ = 0;
+  // The previous results stay on screen while the model loads and the workload is made; they
+  // go when the worker says the workload is ready (a load stopped or failed keeps them).
+  pending_config_ = c;
+  workload_ready_ = false;
+  stop_requested_ = false;
   error_.clear();
   running_ = true;
   run_button_->setEnabled(false);
@@ -490,14 +494,28 @@ bool WorkloadLabPanel::startRun() {
   progress_->setValue(0);
   setStatus(tr("starting…"));
   worker_->clearStop();
+  Q_EMIT runBegan(c.backend == QLatin1String("accounting")
+                      ? tr("Workload (%1 shape)").arg(c.shape)
+                      : tr("Workload (%1, %2)").arg(c.backend, QFileInfo(c.model).fileName()));
   QMetaObject::invokeMethod(worker_, "run", Qt::QueuedConnection, Q_ARG(lazyscope::workbench::WorkloadLabConfig, c));
   return true;
 }
 
+void WorkloadLabPanel::clearResults() {
+  results_.clear();
+  resetPlots();
+  workload_.reset();
+  prompts_ = {};
+  replay_ = false;
+  replay_metadata_.clear();
+  streamed_requests_ = 0;
+}
+
 void WorkloadLabPanel::stopRun() {
   if (!running_) return;
+  stop_requested_ = true;
   worker_->requestStop();
-  setStatus(tr("stopping…"));
+  setStatus(workload_ready_ ? tr("stopping…") : tr("stopping the model load…"));
 }
 
 QString WorkloadLabPanel::statusText() const { return status_->text(); }
@@ -573,8 +591,14 @@ void WorkloadLabPanel::onFinished(bool cancelled) {
   running_ = false;
   run_button_->setEnabled(true);
   stop_button_->setEnabled(false);
+  kept_previous_ = !workload_ready_;
   if (!error_.isEmpty()) {
-    setStatus(tr("Error: %1").arg(error_));
+    setStatus(hasResults() ? tr("Error: %1 (the results shown are the previous run's)").arg(error_)
+                           : tr("Error: %1").arg(error_));
+  } else if (cancelled && !workload_ready_) {
+    setStatus(hasResults()
+                  ? tr("Stopped before the first run (while loading); the previous results stay")
+                  : tr("Stopped before the first run (while loading); nothing ran"));
   } else {
     setStatus(cancelled ? tr("Stopped: %1 runs completed or cut short").arg(results_.rowCount())
                         : tr("Done: %1 runs").arg(results_.rowCount()));

@@ -70,7 +70,12 @@ class WorkloadLabPanel : public QWidget {
   bool startRun();
   void stopRun();
   bool isRunning() const { return running_; }
+  // The last run ended (stopped or failed) before its workload was ready, so the results shown
+  // are the ones from before it.
+  bool keptPreviousResults() const { return kept_previous_; }
+  QString lastError() const { return error_; }  // what stopped the last run before it began
   QString statusText() const;
+  WorkloadWorker* worker() { return worker_; }  // tests watch its reports
 
   WorkloadResultsModel* resultsModel() { return &results_; }
   QTableView* resultsTable() { return table_; }
@@ -85,6 +90,9 @@ class WorkloadLabPanel : public QWidget {
   qint64 streamedRequests() const { return streamed_requests_; }
 
  Q_SIGNALS:
+  // A run was started from the form (`title` names it); progress until runFinished.
+  void runBegan(const QString& title);
+  void progressChanged(double fraction, const QString& what);
   void runFinished(bool cancelled);
 
  private:
@@ -103,6 +111,7 @@ class WorkloadLabPanel : public QWidget {
   void setStatus(const QString& text);
   void replotVisible();
   void resetPlots();
+  void clearResults();
   void updateBackendFields();
   void updateSourceFields();
   void onRunSelected(int row);
@@ -119,7 +128,11 @@ class WorkloadLabPanel : public QWidget {
   QString corpus_ = QStringLiteral("sample");
   int corpus_questions_ = 0;
   WorkloadPrompts prompts_;
-  WorkloadLabConfig last_config_;
+  WorkloadLabConfig last_config_;     // the config of the results shown
+  WorkloadLabConfig pending_config_;  // the run started, until its workload is ready
+  bool workload_ready_ = false;       // the run started has begun serving
+  bool stop_requested_ = false;
+  bool kept_previous_ = false;
   std::map<std::string, std::string> replay_metadata_;
   bool replay_ = false;
   int selected_run_ = -1;

@@ -1,5 +1,5 @@
 // Every long job in the window has a status-bar row with a bar and Cancel: a model load, a corpus
-// import, a generation run and an evaluation. Each test starts the job, presses Cancel while the
+// import, a generation run, an evaluation and a Workload Lab run (its model load included). Each test starts the job, presses Cancel while the
 // job is under way (the worker held inside a progress report until the press, so the press always
 // lands mid-job), and checks that the job stopped, the window kept its previous state and still
 // answers, and the status bar says what happened.
@@ -27,6 +27,8 @@
 #include "app/workbench/views/corpus_panel.h"
 #include "app/workbench/views/evaluation_panel.h"
 #include "app/workbench/views/prompt_panel.h"
+#include "app/workbench/views/workload_lab_panel.h"
+#include "app/workbench/workload_worker.h"
 #include "corpora/document_store.h"
 #include "workbench_test_support.h"
 
@@ -276,6 +278,88 @@ TEST_F(JobProgress, ACancelledEvaluationKeepsTheFinishedQuestions) {
   EXPECT_FALSE(panel->running());
   EXPECT_FALSE(window.jobs()->running("evaluation"));
   EXPECT_TRUE(window.activityText().contains("Evaluation stopped")) << window.activityText().toStdString();
+}
+
+TEST_F(JobProgress, ACancelledWorkloadLoadKeepsThePreviousResults) {
+  MainWindow& window = *window_;
+  WorkloadLabPanel* lab = window.workloadLab();
+  QSignalSpy finished(lab, &WorkloadLabPanel::runFinished);
+  // A finished accounting run first: the results a cancelled load must leave on screen.
+  WorkloadLabConfig before = small_cpu_preset();
+  before.backend = QStringLiteral("accounting");
+  before.shape = QStringLiteral("llama-3.2-1b");
+  before.budgets = {1ll << 30};
+  lab->setConfig(before);
+  ASSERT_TRUE(lab->startRun()) << lab->statusText().toStdString();
+  ASSERT_TRUE(window.jobs()->running("workload"));
+  ASSERT_TRUE(arrived(finished, kWaitMs));
+  EXPECT_FALSE(finished.takeFirst().at(0).toBool());
+  ASSERT_TRUE(wait_for([&window] { return !window.jobs()->running("workload"); }, kWaitMs));
+  const std::vector<ServingResult> shown = lab->resultsModel()->results();
+  ASSERT_EQ(shown.size(), 3u);  // none, materialized, lazy
+  const std::map<std::string, std::string> metadata = lab->reportMetadata();
+  EXPECT_EQ(metadata.at("workload.backend"), "accounting");
+
+  // Now a CPU run of the tiny model, held inside its first load report until Cancel is pressed.
+  WorkloadLabConfig cpu = small_cpu_preset();
+  cpu.model = testing::tiny_model_dir();
+  lab->setConfig(cpu);
+  Gate gate;
+  std::atomic<bool> served{false}, ready{false}, pressed{false};
+  QStringList after_press;  // the worker's reports once Cancel was pressed (its thread only)
+  QObject::connect(
+      lab->worker(), &WorkloadWorker::progress, lab->worker(),
+      [&](double, const QString& what) {
+        if (pressed.load()) after_press << what;
+        gate.holdOnce();
+      },
+      Qt::DirectConnection);
+  QObject::connect(
+      lab->worker(), &WorkloadWorker::runStarted, lab->worker(),
+      [&served](const WorkloadRunKey&, int) { served = true; }, Qt::DirectConnection);
+  QObject::connect(
+      lab->worker(), &WorkloadWorker::workloadReady, lab->worker(),
+      [&ready](std::shared_ptr<const Workload>, qint64) { ready = true; }, Qt::DirectConnection);
+  ASSERT_TRUE(lab->startRun()) << lab->statusText().toStdString();
+  ASSERT_TRUE(window.jobs()->running("workload"));
+  ASSERT_TRUE(gate.waitReached(kWaitMs));  // the serving engine is loading the model
+  EXPECT_EQ(lab->resultsModel()->results().size(), shown.size());  // still the previous run
+  expectResponsive(window);
+  pressCancel(window, QStringLiteral("workload"));
+  pressed = true;
+  gate.open();
+  ASSERT_TRUE(arrived(finished, kWaitMs));
+  EXPECT_TRUE(finished.takeFirst().at(0).toBool());  // cancelled
+  ASSERT_TRUE(wait_for([&window] { return !window.jobs()->running("workload"); }, kWaitMs));
+  // The load stopped at its next report: no more loading, no workload made, nothing served.
+  EXPECT_EQ(after_press.join(QStringLiteral(" | ")).toStdString(), "stopped");
+  EXPECT_FALSE(ready.load());
+  EXPECT_FALSE(served.load());
+  EXPECT_FALSE(lab->isRunning());
+  EXPECT_TRUE(lab->keptPreviousResults());
+  EXPECT_TRUE(lab->lastError().isEmpty()) << lab->lastError().toStdString();
+  const std::vector<ServingResult>& after = lab->resultsModel()->results();
+  ASSERT_EQ(after.size(), shown.size());
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    EXPECT_EQ(after[i].policy, shown[i].policy);
+    EXPECT_EQ(after[i].hit_ratio_tokens, shown[i].hit_ratio_tokens);
+    EXPECT_EQ(after[i].requests, shown[i].requests);
+  }
+  EXPECT_EQ(lab->reportMetadata(), metadata);  // a session report still describes what is shown
+  EXPECT_TRUE(lab->statusText().contains("previous results stay")) << lab->statusText().toStdString();
+  EXPECT_TRUE(window.activityText().contains("cancelled while loading")) << window.activityText().toStdString();
+
+  // The flag was cleared: the same CPU run, not cancelled, loads and serves every policy.
+  ASSERT_TRUE(lab->startRun()) << lab->statusText().toStdString();
+  ASSERT_TRUE(arrived(finished, kWaitMs));
+  EXPECT_FALSE(finished.takeFirst().at(0).toBool()) << lab->statusText().toStdString();
+  EXPECT_FALSE(lab->keptPreviousResults());
+  ASSERT_EQ(lab->resultsModel()->results().size(), 3u);
+  for (const ServingResult& r : lab->resultsModel()->results()) {
+    EXPECT_EQ(r.requests, cpu.workload.requests) << r.policy;
+    EXPECT_FALSE(r.cancelled) << r.policy;
+  }
+  EXPECT_EQ(lab->reportMetadata().at("workload.backend"), "cpu");
 }
 
 TEST(JobProgressArea, RowsComeAndGoAndCancelAsksOnce) {
