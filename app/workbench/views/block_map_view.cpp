@@ -1,8 +1,10 @@
 #include "app/workbench/views/block_map_view.h"
 
+#include <QBuffer>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHelpEvent>
+#include <QImage>
 #include <QLabel>
 #include <QPaintEvent>
 #include <QPainter>
@@ -12,15 +14,39 @@
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <cmath>
+#include <utility>
 
 #include "app/workbench/models/cache_stats_model.h"
 
 namespace lazyscope::workbench {
 namespace {
 
-QString swatch(const QColor& color, const QString& text) {
-  return QStringLiteral("<span style='background:%1'>&nbsp;&nbsp;&nbsp;</span>&nbsp;%2")
-      .arg(color.name(), text.toHtmlEscaped());
+QColor toward_white(const QColor& c, double t) {
+  return QColor(int(c.red() + (255 - c.red()) * t), int(c.green() + (255 - c.green()) * t),
+                int(c.blue() + (255 - c.blue()) * t));
+}
+
+// A legend square as the grid draws a block: the fill and an outline that stands out from the
+// window in either palette (the free colour is close to a light window and to a dark one).
+// Drawn at twice its size and shown at `px`, so it stays sharp at a scale factor of 2.
+QString swatch(const QColor& color, const QString& text, const QColor& outline, int px) {
+  QImage image(2 * px, 2 * px, QImage::Format_ARGB32);
+  image.fill(color);
+  {
+    QPainter p(&image);
+    p.setPen(QPen(outline, 2));
+    p.setBrush(Qt::NoBrush);
+    p.drawRect(QRectF(1, 1, 2 * px - 2, 2 * px - 2));
+  }
+  QByteArray png;
+  QBuffer buffer(&png);
+  buffer.open(QIODevice::WriteOnly);
+  image.save(&buffer, "PNG");
+  return QStringLiteral("<img src='data:image/png;base64,%1' width='%2' height='%2' "
+                        "style='vertical-align:middle'>&nbsp;%3")
+      .arg(QString::fromLatin1(png.toBase64()))
+      .arg(px)
+      .arg(text.toHtmlEscaped());
 }
 
 }  // namespace
@@ -138,8 +164,11 @@ void BudgetBar::paintEvent(QPaintEvent*) {
   const int used = model_->usedBlocks();
   const int w_use = int(std::lround(double(bar.width()) * in_use / total));
   const int w_cached = int(std::lround(double(bar.width()) * (used - in_use) / total));
-  p.fillRect(QRect(bar.left(), bar.top(), w_use, bar.height()), QColor(52, 101, 164));
-  p.fillRect(QRect(bar.left() + w_use, bar.top(), w_cached, bar.height()), QColor(150, 180, 220));
+  // Held dark, cached pale; on a dark window both darker, so the window-coloured text reads.
+  const bool dark = palette().color(QPalette::Window).lightness() < palette().color(QPalette::WindowText).lightness();
+  p.fillRect(QRect(bar.left(), bar.top(), w_use, bar.height()), dark ? QColor(40, 80, 135) : QColor(52, 101, 164));
+  p.fillRect(QRect(bar.left() + w_use, bar.top(), w_cached, bar.height()),
+             dark ? QColor(60, 88, 125) : QColor(150, 180, 220));
   p.setPen(QColor(120, 120, 120));
   p.drawRect(bar);
   const qint64 bpb = model_->bytesPerBlock();
@@ -217,36 +246,51 @@ void BlockMapView::refresh() {
   budget_->update();
   if (!flash_timer_->isActive() && model_.anyFlashing(model_.nowMs())) flash_timer_->start();
 
+  // The tally's colours, lighter on a dark window.
+  const bool dark_window = palette().color(QPalette::Window).lightness() < palette().color(QPalette::WindowText).lightness();
+  auto tone = [dark_window](const QColor& c) { return (dark_window ? toward_white(c, 0.35) : c).name(); };
+  const QString new_color = tone(QColor(0xc7, 0x78, 0x00)), reused_color = tone(QColor(0x00, 0x8f, 0x3a)),
+                copied_color = tone(QColor(0xb0, 0x00, 0x8a));
   QStringList lines;
   for (const RunTally& t : model_.tallies()) {
     lines << QStringLiteral(
-                 "<b>%1</b>: <span style='color:#c77800'>%2 new</span> · "
-                 "<span style='color:#008f3a'>%3 reused</span> · "
-                 "<span style='color:#b0008a'>%4 copied</span> · %5 evicted")
+                 "<b>%1</b>: <span style='color:%6'>%2 new</span> · "
+                 "<span style='color:%7'>%3 reused</span> · "
+                 "<span style='color:%8'>%4 copied</span> · %5 evicted")
                  .arg(t.key.toHtmlEscaped())
                  .arg(t.allocated)
                  .arg(t.hit)
                  .arg(t.copied)
-                 .arg(t.evicted);
+                 .arg(t.evicted)
+                 .arg(new_color, reused_color, copied_color);
   }
   tally_->setText(lines.isEmpty()
                       ? tr("Blocks touched by the last run appear here (new / reused / copied).")
                       : tr("<b>Last run</b> (KV blocks):<br>") +
                             lines.join(QStringLiteral("<br>")));
 
+  // Outline: the window text colour, half-way to the window, legible on light and dark.
+  const QColor text = palette().color(QPalette::WindowText), window = palette().color(QPalette::Window);
+  const QColor outline((text.red() + window.red()) / 2, (text.green() + window.green()) / 2,
+                       (text.blue() + window.blue()) / 2);
+  const int px = std::max(8, legend_->fontMetrics().height() * 3 / 4);
   QStringList items;
-  for (const auto& [label, color] : model_.legend()) items << swatch(color, label);
+  for (const auto& [label, color] : model_.legend()) items << swatch(color, label, outline, px);
   QStringList keys;
-  keys << swatch(BlockMapModel::freeColor(), tr("free"));
+  keys << swatch(BlockMapModel::freeColor(), tr("free"), outline, px);
   keys << tr("pale = cached, unreferenced · dark = shared · hatched = materialized copy "
-             "(magenta outline: copy freed after its request) · ring: ")
-       << QStringLiteral(
-              "<span style='color:%1'>■ reused</span> <span style='color:%2'>■ new</span> "
-              "<span style='color:%3'>■ copied</span> <span style='color:%4'>■ evicted</span>")
-              .arg(BlockMapModel::flashColorFor(BlockAction::Hit).name(),
-                   BlockMapModel::flashColorFor(BlockAction::Allocated).name(),
-                   BlockMapModel::flashColorFor(BlockAction::Copied).name(),
-                   BlockMapModel::flashColorFor(BlockAction::Evicted).name());
+             "(magenta outline: copy freed after its request) · ring: ");
+  // The square in the ring's colour; its word a little lighter on a dark window (dark red on
+  // dark grey is hard to read).
+  const bool dark = window.lightness() < text.lightness();
+  QStringList rings;
+  for (const auto& [action, word] : {std::pair{BlockAction::Hit, tr("reused")}, std::pair{BlockAction::Allocated, tr("new")},
+                                     std::pair{BlockAction::Copied, tr("copied")}, std::pair{BlockAction::Evicted, tr("evicted")}}) {
+    const QColor ring = BlockMapModel::flashColorFor(action);
+    rings << QStringLiteral("<span style='color:%1'>■</span> <span style='color:%2'>%3</span>")
+                 .arg(ring.name(), (dark ? toward_white(ring, 0.4) : ring.darker(115)).name(), word.toHtmlEscaped());
+  }
+  keys << rings.join(QLatin1Char(' '));
   legend_->setText(items.join(QStringLiteral(" &nbsp; ")) + QStringLiteral("<br><small>") +
                    keys.join(QStringLiteral(" &nbsp; ")) + QStringLiteral("</small>"));
 }

@@ -133,6 +133,10 @@ void PoolStripsView::paintEvent(QPaintEvent* event) {
         {PoolCell::Free, tr("free")}};
     for (const auto& [c, text] : legend) {
       p.fillRect(QRect(x, ly + 4, 10, 10), QColor(cell_color(c)));
+      if (c == PoolCell::Free) {  // near the window's colour in a light palette: outline it
+        p.setPen(palette().color(QPalette::Mid));
+        p.drawRect(QRect(x, ly + 4, 9, 9));
+      }
       p.setPen(palette().text().color());
       const int tw = fontMetrics().horizontalAdvance(text);
       p.drawText(QRect(x + 14, ly, tw + 4, 18), Qt::AlignLeft | Qt::AlignVCenter, text);
