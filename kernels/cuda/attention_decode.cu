@@ -14,6 +14,7 @@
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device_util.cuh"
+#include "kernels/cuda/tool_switches.h"
 #include "base/error.h"
 
 namespace lazyscope::cuda {
@@ -349,7 +350,7 @@ void launch_programmatic(void (*kernel)(Params...), dim3 grid, dim3 block, int s
   attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute[0].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attribute;
-  config.numAttrs = 1;
+  config.numAttrs = tool_switches().no_programmatic_launch ? 0 : 1;
   if (cudaLaunchKernelEx(&config, kernel, args...) != cudaSuccess) {
     (void)cudaGetLastError();  // clear the refusal, then launch the ordinary way
     kernel<<<grid, block, smem, stream>>>(args...);

@@ -10,6 +10,7 @@
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/ops.h"
+#include "kernels/cuda/tool_switches.h"
 
 namespace lazyscope::cuda {
 namespace {
@@ -57,7 +58,7 @@ void CudaBackend::launch_decode(const DecodeMeta& meta, int batch, int splits, b
                                 StepOutput output) {
   // At batch 1 every GEMM must take the GEMV path to be captured (widths % 8); at batch > 1
   // cuBLAS is captured with the choices it makes for that shape on the stream.
-  if (!tuning_.graphs || (batch == 1 && !gemv_ok_) || eager_next_decode_) {
+  if (!tuning_.graphs || tool_switches().no_graphs || (batch == 1 && !gemv_ok_) || eager_next_decode_) {
     eager_next_decode_ = false;
     enqueue_decode(meta, batch, splits, lazy, max_entries, output);
     return;

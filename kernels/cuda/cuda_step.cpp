@@ -8,6 +8,7 @@
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/ops.h"
+#include "kernels/cuda/tool_switches.h"
 
 namespace lazyscope::cuda {
 
@@ -101,6 +102,11 @@ void CudaBackend::gemm(const bf16_bits* x, const bf16_bits* w, int m, int n, int
     return;
   }
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  if (!accumulate && tool_switches().zero_gemm_outputs) {
+    // For initcheck only (tool_switches.h): exactly the bytes this GEMM writes (ldc = n).
+    const std::size_t bytes = std::size_t(m) * std::size_t(n) * (out_fp32 ? 4 : 2);
+    LAZYSCOPE_CUDA_CHECK(cudaMemsetAsync(out, 0, bytes, stream_));
+  }
   LAZYSCOPE_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, w, CUDA_R_16BF, k, x,
                                       CUDA_R_16BF, k, &beta, out, out_fp32 ? CUDA_R_32F : CUDA_R_16BF, n,
                                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));

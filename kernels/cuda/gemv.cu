@@ -10,6 +10,7 @@
 #include "kernels/cuda/device_util.cuh"
 #include "kernels/cuda/gemv.h"
 #include "kernels/cuda/ops.h"
+#include "kernels/cuda/tool_switches.h"
 
 namespace lazyscope::cuda {
 namespace {
@@ -355,7 +356,7 @@ bool launch_gemv(const GemvInput& input, const bf16_bits* w, int rows, int cols,
   float* partial = splits > 1 ? workspace.partial : nullptr;
   unsigned* counters = splits > 1 ? workspace.counters : nullptr;
   const int prefetch_steps = std::max(0, std::min(context.prefetch_steps, 64));
-  if (!context.programmatic) {
+  if (!context.programmatic || tool_switches().no_programmatic_launch) {
     gemv_kernel<MODE, ROWS, QKV><<<dim3(row_blocks, splits), kGemvWarps * 32, stage_bytes, stream>>>(
         input, weights, rows, cols, out, out_fp32, accumulate, pieces_per_split, partial, counters, qkv,
         prefetch_steps);

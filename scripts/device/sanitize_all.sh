@@ -1,27 +1,36 @@
 #!/usr/bin/env bash
-# The GPU side of the sanitizer runs, for the GPU machine (repo root): builds the CUDA test
-# binary and runs every GPU test under each compute-sanitizer tool.
+# The GPU side of the sanitizer runs, for the GPU machine (repo root): builds the GPU test binaries
+# and runs every GPU test under each compute-sanitizer tool, many small test processes at once
+# (scripts/device/sanitize_runner.py), after the same tests unsanitized and a few probes of what the
+# tools can see (scripts/device/sanitizer_probe.cu).
 #   scripts/device/sanitize_all.sh [TOOL...]   TOOL: memcheck synccheck initcheck racecheck (default all)
-# Env: OUT (logs; default /tmp/out), BUILD (default build-sanitize), SANITIZE_FILTER (a gtest filter,
-#   default every test), SANITIZE_BUDGET (seconds for all tools together, default 400: the build
-#   plus the tools fit one 10-minute device call), SANITIZE_TIMEOUT (a fixed limit per tool instead
-#   of the budget's share).
-# The budget is shared as the tools go: each gets what is left divided by the tools still to run,
-# so a quick tool leaves its time to the slower ones (racecheck runs last for that reason).
-# Prints one line per tool: its exit code, the sanitizer's error summary, how many tests finished
-# and the gtest verdict. Exits non-zero when any tool reports an error, a test fails under it, or
-# a tool runs out of time: a timeout is reported as TIMEOUT with the tests it finished, never as
-# a pass.
+# The GPU tests: test_kernels_cuda (kernels, the CUDA backend, the engine on it) but DeviceTrace.*,
+# and test_engine_serving's BatchedTokens.Cuda*. No other binary has a test that touches the GPU
+# (test_engine_runtime's tolerance tests and test_profiler's trace tests are host-only). The
+# DeviceTrace tests use CUPTI, which attaches to the driver's callbacks as compute-sanitizer does:
+# they run in the unsanitized pass only.
+# Env:
+#   OUT               logs (default /tmp/out): sanitize_summary.txt, sanitize_logs.tar.gz, build log
+#   BUILD             build folder (default build-sanitize); SANITIZE_SKIP_BUILD=1 uses it as it is
+#   SANITIZE_BUDGET   seconds for every test process together, from the first (default 420, so that
+#                     the build and all four tools fit one 10-minute call); what has not started by
+#                     then is reported as not run, a process still running is a TIMEOUT
+#   SANITIZE_END_BY   a time (seconds since the epoch) by which the script must end: the budget
+#                     shrinks to fit it after the build (for a device call with less time)
+#   SANITIZE_JOBS     test processes at once (default: half the cores, at most 8)
+#   SANITIZE_CHUNK    tests per process (default 6)
+#   SANITIZE_FILTER   gtest filter of test_kernels_cuda's tests (default every GPU test)
+# Under initcheck the backend zeroes each cuBLAS GEMM's output just before the GEMM
+# (LAZYSCOPE_CUDA_ZERO_GEMM_OUTPUTS=1, kernels/cuda/tool_switches.h): initcheck does not see
+# cuBLAS's Hopper kernels store. One backend test runs under initcheck without it too, as the
+# control. Racecheck leaves out cuBLAS's nvjet kernels (not ours; mbarrier-ordered TMA traffic).
+# Prints the summary: per tool the tests run, passed, failed, skipped, broke the tool and not run,
+# and the sanitizer's error count. Exits non-zero unless every tool checked every test clean.
 set -uo pipefail
 tools=("$@")
 ((${#tools[@]})) || tools=(memcheck synccheck initcheck racecheck)
 OUT=${OUT:-/tmp/out}
 B=${BUILD:-build-sanitize}
-budget=${SANITIZE_BUDGET:-400}
-fixed_limit=${SANITIZE_TIMEOUT:-}
-# CUPTI (the device-trace tests) and compute-sanitizer both attach to the driver's callbacks; those
-# tests run unsanitized in scripts/device/device_run.sh.
-filter=${SANITIZE_FILTER:-*-DeviceTrace.*}
 for tool in "${tools[@]}"; do
   case $tool in
     memcheck | racecheck | initcheck | synccheck) ;;
@@ -32,60 +41,68 @@ mkdir -p "$OUT"
 export PATH=/usr/local/cuda/bin:$PATH
 command -v compute-sanitizer > /dev/null || { echo "compute-sanitizer not found"; exit 2; }
 nvidia-smi -L > /dev/null 2>&1 || { echo "no GPU: nothing to sanitize"; exit 2; }
+compute-sanitizer --version | tail -1
 t0=$(date +%s)
-# Line info for the reports; optimisation as shipped so the kernels tested are the real ones.
-cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLAZYSCOPE_WITH_GUI=OFF -DLAZYSCOPE_BUILD_BENCH=OFF \
-  -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_FLAGS=-lineinfo -DLAZYSCOPE_PYTHON=python3 \
-  > "$OUT/sanitize_build.log" 2>&1 || { tail -20 "$OUT/sanitize_build.log"; exit 1; }
-# Every GPU test lives in test_kernels_cuda (kernels, the CUDA backend, the engine on it).
-bin=test_kernels_cuda
-ninja -C "$B" -j"$(nproc)" "$bin" >> "$OUT/sanitize_build.log" 2>&1 || {
-  grep -E "error|FAILED" "$OUT/sanitize_build.log" | head -20
-  exit 1
-}
-T="$B/tests/$bin"
-total=$("$T" --gtest_filter="$filter" --gtest_list_tests | grep -c '^  ')
-echo "build took $(($(date +%s) - t0)) s; $total tests match '$filter'"
-# cuBLAS's own nvjet kernels are not ours; racecheck reported hazards inside them before (where this
-# compute-sanitizer can leave them out; the line below says whether it did).
-not_ours=()
-if compute-sanitizer --help 2>&1 | grep -q -- '--kernel-name-exclude'; then
-  not_ours=(--kernel-name-exclude kns=nvjet)
-  echo "racecheck leaves out cuBLAS's nvjet kernels"
+probe=$B/sanitizer_probe
+if [ "${SANITIZE_SKIP_BUILD:-0}" != 1 ]; then
+  mkdir -p "$B"
+  nvcc -arch=sm_90 -O2 -lineinfo -o "$probe" scripts/device/sanitizer_probe.cu -lcublas > "$B/probe_build.log" 2>&1 &
+  probe_pid=$!
+  # Line info for the reports; optimisation as shipped so the kernels tested are the real ones.
+  cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLAZYSCOPE_WITH_GUI=OFF -DLAZYSCOPE_BUILD_BENCH=OFF \
+    -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_FLAGS=-lineinfo -DLAZYSCOPE_PYTHON=python3 \
+    > "$OUT/sanitize_build.log" 2>&1 || { tail -20 "$OUT/sanitize_build.log"; exit 1; }
+  ninja -C "$B" -j"$(nproc)" test_kernels_cuda test_engine_serving >> "$OUT/sanitize_build.log" 2>&1 || {
+    grep -E "error|FAILED" "$OUT/sanitize_build.log" | head -20
+    exit 1
+  }
+  wait "$probe_pid" || { echo "sanitizer_probe did not build:"; tail -5 "$B/probe_build.log"; }
+  echo "build took $(($(date +%s) - t0)) s"
 fi
-failed=0
-left=$budget
-printf '%-10s %-5s %-7s %-46s %s\n' tool rc seconds summary "tests finished | verdict"
-for i in "${!tools[@]}"; do
-  tool=${tools[$i]}
-  remaining_tools=$((${#tools[@]} - i))
-  limit=${fixed_limit:-$((left / remaining_tools))}
-  ((limit < 10)) && limit=10
-  extra=()
-  case $tool in
-    memcheck) extra=(--leak-check full) ;;
-    racecheck) extra=(--racecheck-report analysis "${not_ours[@]}") ;;
-  esac
-  log="$OUT/sanitize_${tool}.log"
-  start=$(date +%s)
-  # timeout signals its whole process group, so the test binary under the sanitizer stops too;
-  # -k: SIGKILL 10 s after SIGTERM if the tool does not exit.
-  timeout -k 10 "$limit" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 --print-limit 50 \
-    "$T" --gtest_filter="$filter" > "$log" 2>&1
-  rc=$?
-  took=$(($(date +%s) - start))
-  left=$((left - took))
-  ((left < 0)) && left=0
-  summary=$(grep -E "(ERROR|RACECHECK|INITCHECK|SYNCCHECK|LEAK) SUMMARY" "$log" | tail -1 | sed 's/^========= //')
-  finished=$(grep -cE '^\[ +(OK|FAILED|SKIPPED) +\] .* \([0-9]+ ms\)$' "$log")
-  verdict=$(grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$log" | tr '\n' ' ')
-  if ((rc == 124 || rc == 137)); then
-    verdict="TIMEOUT after ${limit}s (last started: $(grep -E '^\[ RUN +\]' "$log" | tail -1 | sed 's/^\[ RUN *\] //'))"
-    failed=1
-  elif ((rc != 0)); then
-    failed=1
-  fi
-  printf '%-10s %-5s %-7s %-46s %s\n' "$tool" "$rc" "$took" "${summary:-no summary}" \
-    "$finished/$total | $verdict"
-done
-exit $failed
+kernels=$B/tests/test_kernels_cuda
+serving=$B/tests/test_engine_serving
+gpu_filter=${SANITIZE_FILTER:-*}
+commands=()
+if [ -x "$probe" ]; then
+  # initcheck on a cuBLAS GEMM's output read by a plain kernel, with and without zeroing it first
+  # (the prefill's wqkv shape of the tiny test model), and racecheck on programmatic launches and
+  # graphs, each alone.
+  for zero in "" zero; do
+    commands+=("initcheck-gemm-read${zero:+-zeroed}=compute-sanitizer --tool initcheck --print-limit 3 $probe gemm-read 45 768 256 $zero")
+  done
+  for launch in "plain stream" "pdl stream" "plain graph" "pdl graph"; do
+    commands+=("racecheck-${launch// /-}=compute-sanitizer --tool racecheck --racecheck-report analysis $probe launches $launch")
+  done
+fi
+budget=${SANITIZE_BUDGET:-420}
+if [ -n "${SANITIZE_END_BY:-}" ]; then
+  fits=$((SANITIZE_END_BY - $(date +%s) - 20))  # 20 s for the probe's kernel list and the tarball
+  ((fits < budget)) && budget=$fits
+  ((budget < 10)) && { echo "no time left for the sanitizers (SANITIZE_END_BY)"; exit 1; }
+fi
+echo "sanitizer budget: $budget s"
+jobs=${SANITIZE_JOBS:-$(($(nproc) / 2))}
+((jobs > 8)) && jobs=8
+((jobs < 1)) && jobs=1
+args=(--out "$OUT" --tools "$(IFS=,; echo "${tools[*]}")" --budget "$budget" --jobs "$jobs"
+  --chunk "${SANITIZE_CHUNK:-6}"
+  --binary "$kernels=$gpu_filter-DeviceTrace.*" --binary "$serving=BatchedTokens.Cuda*"
+  --unsanitized "$kernels=$gpu_filter" --unsanitized "$serving=BatchedTokens.Cuda*"
+  --heavy 'SmolLM2|FusedDecodeMatchesSeparateOps|GreedyMatchesCpuBackend|BatchedTokens|PrefillManyTiles'
+  --initcheck-control 'HeadDims/BackendTest.LogitsMatchCpuBackendOnTinyModel/D64_gqa4')
+if compute-sanitizer --help 2>&1 | grep -q -- '--kernel-name-exclude'; then
+  args+=(--exclude-library-kernels --library-kernels nvjet)
+  echo "racecheck leaves out kernels named nvjet* (cuBLAS)"
+fi
+for c in "${commands[@]}"; do args+=(--command "$c"); done
+python3 scripts/device/sanitize_runner.py "${args[@]}"
+rc=$?
+if [ -x "$probe" ] && command -v ncu > /dev/null; then
+  # Which kernels cuBLAS runs for the probe's GEMM (after the runs: the profiler wants the GPU alone).
+  echo "kernels of the probe's GEMM (ncu):"
+  timeout 15 ncu --clock-control none --metrics gpu__time_duration.sum "$probe" gemm-read 45 768 256 2>&1 |
+    grep -E 'Context [0-9]+, Stream|rror' | head -8
+fi
+tar -czf "$OUT/sanitize_logs.tar.gz" -C "$OUT" jobs && rm -rf "$OUT/jobs"
+echo "sanitizers took $(($(date +%s) - t0)) s in all (rc $rc)"
+exit $rc
