@@ -3,7 +3,7 @@
 
 Called by scripts/device/sanitize_all.sh (which builds the binaries); see there for the options.
 Each process runs a few consecutive tests of one binary under one tool, so a sanitizer that breaks
-its process loses only that process: the tests it did not reach run again in a new process, and
+its process loses only that process: the tests it did not reach run again, one process each, and
 the test it broke in is recorded by name. Under racecheck a test that breaks the tool runs again
 alone with programmatic dependent launch off (LAZYSCOPE_CUDA_NO_PDL=1), then also with CUDA graphs
 off (LAZYSCOPE_CUDA_NO_GRAPHS=1), each reported as such. A process that runs out of time is a
@@ -55,7 +55,7 @@ class Job:
 
 @dataclass
 class TestResult:
-    verdict: str = "not run"   # OK, FAILED, SKIPPED, broke the tool, timeout, not run
+    verdict: str = "not run"   # OK, FAILED, SKIPPED, broke the tool, crashed, timeout, not run
     reports: int = 0           # sanitizer reports printed while it ran
     note: str = ""
 
@@ -182,7 +182,8 @@ class Runner:
         if timed_out and current is not None:
             broken = None
         # The process ended inside a test (crash, not a timeout): that test broke it.
-        if broken is None and not timed_out and current is not None:
+        crashed = broken is None and not timed_out and current is not None
+        if crashed:
             broken = current
         rerun = []
         with self.lock:
@@ -190,7 +191,7 @@ class Runner:
                 key = (job.label, job.binary, test)
                 r = self.results.setdefault(key, TestResult())
                 if test == broken:
-                    r.verdict = "broke the tool"
+                    r.verdict = "crashed" if crashed else "broke the tool"
                     r.reports += reports.get(test, 0)
                 elif test in after_break or (test not in seen and not timed_out):
                     rerun.append(test)
@@ -202,8 +203,9 @@ class Runner:
             if "(process)" in reports:
                 r = self.results.setdefault((job.label, job.binary, "(process)"), TestResult())
                 r.reports += reports["(process)"]
-        if rerun:
-            self.add(self.test_job(job.tool, job.label, job.binary, rerun, job.env, job.variant, base=3))
+        # One process each: if the tool breaks again it loses one test, and they run side by side.
+        for test in rerun:
+            self.add(self.test_job(job.tool, job.label, job.binary, [test], job.env, job.variant, base=3))
         if broken is not None and broken != "(outside any test)" and job.tool == "racecheck":
             variant = job.variant + 1
             if variant < len(VARIANTS):
@@ -321,7 +323,8 @@ def clean_except_broken(runner, listed):
     """racecheck is clean but for tests that broke it (those are judged by their retries)."""
     keys = [k for k in runner.results if k[0] == "racecheck" and k[2] != "(process)"]
     total = sum(len(t) for (l, _), t in listed.items() if l == "racecheck")
-    ok = sum(1 for k in keys if runner.results[k].verdict in ("OK", "broke the tool") and not runner.results[k].reports)
+    ok = sum(1 for k in keys
+             if runner.results[k].verdict in ("OK", "broke the tool", "crashed") and not runner.results[k].reports)
     summary = runner.summaries.get("racecheck", {"errors": 0})
     return ok == total and summary["errors"] == 0
 
@@ -357,6 +360,8 @@ def report(runner, tools, listed):
             v = runner.results[k].verdict
             if v in counts:
                 counts[v] += 1
+            elif v == "crashed":
+                counts["broke the tool"] += 1
             if v != "OK" or runner.results[k].reports:
                 problems.append(f"{label}: {k[2]} ({os.path.basename(k[1])}): {v}, "
                                 f"{runner.results[k].reports} sanitizer reports")
@@ -388,14 +393,14 @@ def report(runner, tools, listed):
     # with no report (with graphs off, tests that count graph replays fail by design).
     resolved = []
     for (label, binary, test), r in list(runner.results.items()):
-        if label != "racecheck" or r.verdict != "broke the tool":
+        if label != "racecheck" or r.verdict not in ("broke the tool", "crashed"):
             continue
         for index, (name, _) in enumerate(VARIANTS):
             v = runner.results.get((f"racecheck ({name})", binary, test))
             if v and v.reports == 0 and (v.verdict == "OK" or (index == len(VARIANTS) - 1 and v.verdict == "FAILED")):
                 resolved.append((test, name, v.verdict))
                 break
-    broken = [k for k, r in runner.results.items() if k[0] == "racecheck" and r.verdict == "broke the tool"]
+    broken = [k for k, r in runner.results.items() if k[0] == "racecheck" and r.verdict in ("broke the tool", "crashed")]
     if broken:
         lines.append(f"\nracecheck broke in {len(broken)} tests; checked again with a feature off: {len(resolved)}")
         for test, name, verdict in resolved:
