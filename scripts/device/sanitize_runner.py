@@ -59,7 +59,7 @@ class Job:
 
 @dataclass
 class TestResult:
-    verdict: str = "not run"   # OK, FAILED, SKIPPED, broke the tool, crashed, timeout, not run
+    verdict: str = "not run"   # OK, FAILED, SKIPPED, broke the tool, crashed, tool did not start, timeout, not run
     reports: int = 0           # sanitizer reports printed while it ran
     note: str = ""
 
@@ -202,12 +202,17 @@ class Runner:
         crashed = broken is None and not timed_out and current is not None
         if crashed:
             broken = current
+        # No test started and the process failed: the tool itself did not start (a bad option, a
+        # broken install). Running the tests again the same way would only fail again.
+        no_start = not seen and not timed_out and job.rc not in (0, None)
         rerun = []
         with self.lock:
             for test in job.tests:
                 key = (job.label, job.binary, test)
                 r = self.results.setdefault(key, TestResult())
-                if test == broken:
+                if no_start:
+                    r.verdict = "tool did not start"
+                elif test == broken:
                     r.verdict = "crashed" if crashed else "broke the tool"
                     r.reports += reports.get(test, 0)
                 elif test in after_break or (test not in seen and not timed_out):
@@ -223,7 +228,8 @@ class Runner:
         # One process each: if the tool breaks again it loses one test, and they run side by side.
         for test in rerun:
             self.add(self.test_job(job.tool, job.label, job.binary, [test], job.env, job.variant, base=3))
-        if broken is not None and broken != "(outside any test)" and job.tool == "racecheck":
+        retry = job.tests if no_start else [broken] if broken not in (None, "(outside any test)") else []
+        if retry and job.tool == "racecheck":
             variant = job.variant + 1
             if variant == 0 and not self.args.exclude_library_kernels:
                 variant = 1  # the main run checked cuBLAS's kernels already
@@ -231,7 +237,7 @@ class Runner:
                 name, extra = VARIANTS[variant]
                 env = dict(job.env)
                 env.update(extra)
-                self.add(self.test_job("racecheck", f"racecheck ({name})", job.binary, [broken], env, variant, base=4))
+                self.add(self.test_job("racecheck", f"racecheck ({name})", job.binary, retry, env, variant, base=4))
 
     def is_library(self, kernel):
         return any(name and kernel.startswith(name) for name in self.args.library_kernels.split(","))
@@ -350,7 +356,8 @@ def clean_except_broken(runner, listed):
     keys = [k for k in runner.results if k[0] == "racecheck" and k[2] != "(process)"]
     total = sum(len(t) for (l, _), t in listed.items() if l == "racecheck")
     ok = sum(1 for k in keys
-             if runner.results[k].verdict in ("OK", "broke the tool", "crashed") and not runner.results[k].reports)
+             if runner.results[k].verdict in ("OK", "broke the tool", "crashed", "tool did not start")
+             and not runner.results[k].reports)
     summary = runner.summaries.get("racecheck", {"errors": 0})
     return ok == total and summary["errors"] == 0
 
@@ -386,7 +393,7 @@ def report(runner, tools, listed):
             v = runner.results[k].verdict
             if v in counts:
                 counts[v] += 1
-            elif v == "crashed":
+            elif v in ("crashed", "tool did not start"):
                 counts["broke the tool"] += 1
             if v != "OK" or runner.results[k].reports:
                 problems.append(f"{label}: {k[2]} ({os.path.basename(k[1])}): {v}, "
@@ -421,14 +428,15 @@ def report(runner, tools, listed):
     # with no report (with graphs off, tests that count graph replays fail by design).
     resolved = []
     for (label, binary, test), r in list(runner.results.items()):
-        if label != "racecheck" or r.verdict not in ("broke the tool", "crashed"):
+        if label != "racecheck" or r.verdict not in ("broke the tool", "crashed", "tool did not start"):
             continue
         for index, (name, _) in enumerate(VARIANTS):
             v = runner.results.get((f"racecheck ({name})", binary, test))
             if v and v.reports == 0 and (v.verdict == "OK" or (index == len(VARIANTS) - 1 and v.verdict == "FAILED")):
                 resolved.append((test, name, v.verdict))
                 break
-    broken = [k for k, r in runner.results.items() if k[0] == "racecheck" and r.verdict in ("broke the tool", "crashed")]
+    broken = [k for k, r in runner.results.items()
+              if k[0] == "racecheck" and r.verdict in ("broke the tool", "crashed", "tool did not start")]
     if broken:
         lines.append(f"\nracecheck broke in {len(broken)} tests; checked again with a feature off: {len(resolved)}")
         for test, name, verdict in resolved:

@@ -2,8 +2,8 @@
 """scripts/device/sanitize_runner.py without a GPU: a stand-in gtest binary and a stand-in
 compute-sanitizer that print what the real ones print, so that the runner's bookkeeping is checked:
 a timeout is never a pass, a test that breaks racecheck is named and retried with PDL off, the tests
-after a break run again, race records inside cuBLAS's kernels are counted apart, and a clean run
-exits 0."""
+after a break run again, a tool that does not start is not restarted the same way, race records
+inside cuBLAS's kernels are counted apart, and a clean run exits 0."""
 
 import os
 import subprocess
@@ -62,6 +62,9 @@ FAKE_SANITIZER = textwrap.dedent("""\
     while i < len(args) and args[i].startswith("--"):
         if args[i] == "--tool":
             tool = args[i + 1]
+        if args[i] == "--kernel-name-exclude" and os.environ.get("FAKE_REJECT_EXCLUDE") == "1":
+            print("========= Error: unrecognized option '--kernel-name-exclude'")
+            sys.exit(1)
         i += 2
     out = subprocess.run(args[i:], env=dict(os.environ, FAKE_TOOL=tool), capture_output=True, text=True)
     sys.stdout.write(out.stdout)
@@ -74,9 +77,10 @@ FAKE_SANITIZER = textwrap.dedent("""\
     """)
 
 
-def run(work, tests, tools, budget, hang_tool=""):
-    out = os.path.join(work, f"out-{tools}-{budget}")
+def run(work, tests, tools, budget, hang_tool="", reject_exclude=False):
+    out = os.path.join(work, f"out-{tools}-{budget}-{reject_exclude}")
     env = dict(os.environ, FAKE_TESTS=",".join(tests), FAKE_HANG_TOOL=hang_tool,
+               FAKE_REJECT_EXCLUDE="1" if reject_exclude else "0",
                PATH=work + os.pathsep + os.environ.get("PATH", ""))
     cmd = [sys.executable, RUNNER, "--out", out, "--tools", tools, "--budget", str(budget), "--jobs", "3",
            "--chunk", "2", "--exclude-library-kernels", "--binary", os.path.join(work, "fake_gtest") + "=*"]
@@ -126,6 +130,12 @@ def main():
         check("the broken test is retried with PDL off and passes there",
               "Graph.BreaksRacecheck: no hazard with PDL off (test OK)" in text, text)
         check("a break resolved by a retry leaves the run clean", rc == 0, text)
+
+        rc, text = run(work, ["Plain.A", "Plain.B", "Plain.C"], "racecheck", 30, reject_exclude=True)
+        race = row(text, "racecheck")
+        check("a tool that does not start is not run again the same way", race and race["broke"] == "3", text)
+        check("racecheck that refuses the exclusion is retried without it",
+              "Plain.C: no hazard with cuBLAS kernels checked too (test OK)" in text and rc == 0, text)
 
         rc, text = run(work, ["Plain.A", "Slow.Hangs", "Plain.B"], "memcheck", 12, hang_tool="memcheck")
         mem = row(text, "memcheck")
