@@ -36,7 +36,9 @@ QColor span_color(const RecordedSpan& span) {
     case TimelineView::kEncodeLane:
       return QColor(44, 160, 44);
     case TimelineView::kGpuLane:
-      // Attention kernels stand out; GEMM/GEMV and the rest are quieter; copies are green.
+      // Attention kernels stand out; GEMM/GEMV and the rest are quieter; copies are green; whole
+      // graph launches pink (the GPU timeline's colour for them).
+      if (span.category == "graph") return QColor(232, 128, 196);
       if (span.category != "kernel") return QColor(80, 180, 120);
       if (name.contains(QStringLiteral("decode_kernel")) || name.contains(QStringLiteral("prefill_kernel")) ||
           name.contains(QStringLiteral("combine")))
@@ -72,25 +74,29 @@ QString format_ms(double ms) {
 }  // namespace
 
 TimelineView::TimelineView(QWidget* parent) : QAbstractScrollArea(parent) {
-  setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  // Lanes scroll under the fixed time axis when the dock is shorter than they are.
+  setVerticalScrollBarPolicy(Qt::ScrollBarAsNeeded);
   setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
   viewport()->setMouseTracking(true);
   viewport()->setBackgroundRole(QPalette::Base);
   setToolTip(tr("Host time of each request: requests, segment encodes, prefill and decode "
-                "steps; with --trace-gpu on CUDA also every GPU kernel and copy. Ctrl+wheel "
-                "zooms, hover a bar for its duration."));
+                "steps; with --trace-gpu on CUDA also every GPU kernel, copy and CUDA graph launch. "
+                "Ctrl+wheel zooms, the wheel scrolls the lanes, hover a bar for its duration."));
   viewport()->setToolTip(QString());
 }
 
 TimelineView::Lane TimelineView::laneOf(const RecordedSpan& span) {
   if (span.category == "request") return kRequestLane;
   if (span.category == "encode") return kEncodeLane;
-  if (span.category == "kernel" || span.category == "memcpy" || span.category == "memset") return kGpuLane;
+  if (span.category == "kernel" || span.category == "graph" || span.category == "memcpy" || span.category == "memset")
+    return kGpuLane;
   return kDecodeLane;
 }
 
-QSize TimelineView::sizeHint() const {
-  return {360, kAxisHeight + laneCount() * (kLaneHeight + kLaneGap) + 2 * kMargin + 14};
+QSize TimelineView::sizeHint() const { return {360, contentHeight() + 14}; }
+
+int TimelineView::contentHeight() const {
+  return kMargin + kAxisHeight + laneCount() * (kLaneHeight + kLaneGap) - kLaneGap + kMargin;
 }
 
 void TimelineView::setRecording(const SessionRecording& recording) {
@@ -137,7 +143,7 @@ double TimelineView::xToTime(double x) const {
 }
 
 int TimelineView::laneTop(int lane) const {
-  return kMargin + kAxisHeight + lane * (kLaneHeight + kLaneGap);
+  return kMargin + kAxisHeight + lane * (kLaneHeight + kLaneGap) - verticalScrollBar()->value();
 }
 
 void TimelineView::updateScrollBar() {
@@ -146,6 +152,10 @@ void TimelineView::updateScrollBar() {
   horizontalScrollBar()->setRange(0, std::max(0, content - visible));
   horizontalScrollBar()->setPageStep(visible);
   horizontalScrollBar()->setSingleStep(std::max(1, visible / 20));
+  const int visible_height = std::max(1, viewport()->height());
+  verticalScrollBar()->setRange(0, std::max(0, contentHeight() - visible_height));
+  verticalScrollBar()->setPageStep(visible_height);
+  verticalScrollBar()->setSingleStep(kLaneHeight + kLaneGap);
 }
 
 void TimelineView::resizeEvent(QResizeEvent* event) {
@@ -170,6 +180,7 @@ void TimelineView::wheelEvent(QWheelEvent* event) {
 
 int TimelineView::spanAt(const QPoint& pos) const {
   int lane = -1;
+  if (pos.y() < kMargin + kAxisHeight) return -1;  // the fixed axis covers what scrolled under it
   for (int l = 0; l < laneCount(); ++l)
     if (pos.y() >= laneTop(l) && pos.y() < laneTop(l) + kLaneHeight) lane = l;
   if (lane < 0 || pos.x() < kGutter) return -1;
@@ -190,8 +201,9 @@ int TimelineView::spanAt(const QPoint& pos) const {
 QString TimelineView::spanToolTip(int index) const {
   if (index < 0 || index >= int(spans_.size())) return {};
   const RecordedSpan& s = spans_[size_t(index)];
-  const QString where = laneOf(s) == kGpuLane ? tr("on the GPU (%1)").arg(QString::fromStdString(s.category))
-                                              : tr("on the host");
+  QString where = laneOf(s) == kGpuLane ? tr("on the GPU (%1)").arg(QString::fromStdString(s.category))
+                                        : tr("on the host");
+  if (s.category == "graph") where += tr("<br>one CUDA graph launch recorded as a whole: its kernels are not itemised");
   return tr("<b>%1</b><br>duration: %2 %5<br>starts at %3 (request %4)")
       .arg(QString::fromStdString(s.name).toHtmlEscaped(), format_ms(s.duration_ms),
            format_ms(s.start_ms))
@@ -228,35 +240,36 @@ void TimelineView::paintEvent(QPaintEvent* event) {
     return;
   }
 
-  // Time axis: ticks about 90 px apart.
+  // Time axis: ticks about 90 px apart, fixed at the top; the lanes scroll under it.
   const double scale = effectiveScale();
   const double step = nice_step(scale, 90.0);
   // Tick labels count from the first span, the start of the recorded work.
   const double first = std::floor((xToTime(kGutter) - origin_ms_) / step) * step;
-  const int axis_y = kMargin + kAxisHeight - 4;
-  const int bottom = laneTop(laneCount() - 1) + kLaneHeight;
+  const int axis_bottom = kMargin + kAxisHeight;
+  const int axis_y = axis_bottom - 4;
+  const int bottom = std::min(viewport()->height(), laneTop(laneCount() - 1) + kLaneHeight);
+  std::vector<std::pair<int, double>> ticks;
   for (double t = std::max(0.0, first); timeToX(origin_ms_ + t) <= width; t += step) {
     const int x = int(std::lround(timeToX(origin_ms_ + t)));
-    if (x < kGutter) continue;
-    p.setPen(grid);
-    p.drawLine(x, axis_y, x, bottom);
-    p.setPen(text);
-    p.drawText(x + 3, kMargin + 12, format_ms(t));
+    if (x >= kGutter) ticks.push_back({x, t});
   }
+  p.setPen(grid);
+  for (const auto& [x, t] : ticks) p.drawLine(x, axis_y, x, bottom);
 
   // Bars: only those that intersect the repainted part of the viewport are drawn.
   int painted = 0;
   const QFontMetrics metrics(font());
   p.save();
-  p.setClipRect(QRect(kGutter, 0, width - kGutter, viewport()->height()) & area);
+  p.setClipRect(QRect(kGutter, axis_bottom, width - kGutter, viewport()->height() - axis_bottom) & area);
   for (const RecordedSpan& s : spans_) {
     const double x0 = timeToX(s.start_ms);
     const double x1 = timeToX(s.start_ms + s.duration_ms);
     const int top = laneTop(laneOf(s));
     const QRectF bar(x0, top, std::max(1.0, x1 - x0), kLaneHeight);
-    if (!bar.intersects(QRectF(area)) || x1 < kGutter) continue;
+    if (!bar.intersects(QRectF(area)) || x1 < kGutter || top + kLaneHeight <= axis_bottom) continue;
     const QColor color = span_color(s);
     p.fillRect(bar, color);
+    if (s.category == "graph") p.fillRect(bar, QBrush(color.darker(135), Qt::BDiagPattern));
     if (bar.width() >= 4.0) {
       p.setPen(color.darker(140));
       p.drawRect(bar.adjusted(0, 0, -1, -1));
@@ -273,14 +286,26 @@ void TimelineView::paintEvent(QPaintEvent* event) {
   p.restore();
   last_painted_bars_ = painted;
 
+  // The axis over whatever scrolled under it.
+  p.fillRect(QRect(kGutter, 0, width - kGutter, axis_bottom), palette().base());
+  for (const auto& [x, t] : ticks) {
+    p.setPen(grid);
+    p.drawLine(x, axis_y, x, axis_bottom);
+    p.setPen(text);
+    p.drawText(x + 3, kMargin + 12, format_ms(t));
+  }
+
   // Lane labels in the fixed gutter.
   p.fillRect(QRect(0, 0, kGutter, viewport()->height()), palette().window());
   p.setPen(text);
+  p.save();
+  p.setClipRect(QRect(0, axis_bottom, kGutter, viewport()->height() - axis_bottom));
   const QString names[kLaneCount] = {tr("requests"), tr("segment encodes"),
                                      tr("prefill + decode"), tr("GPU kernels")};
   for (int l = 0; l < laneCount(); ++l)
     p.drawText(QRect(6, laneTop(l), kGutter - 10, kLaneHeight), Qt::AlignVCenter | Qt::AlignLeft,
                names[l]);
+  p.restore();
   p.setPen(grid);
   p.drawLine(kGutter - 1, 0, kGutter - 1, viewport()->height());
 }

@@ -1,8 +1,10 @@
 #pragma once
 // Timeline of the recorded session: one bar per span on three host lanes (requests, segment
 // encodes, prefill + decode steps) and, when the session was traced on the GPU (--trace-gpu), a
-// fourth lane with every kernel and copy as the device ran it. Time runs left to right; Ctrl+wheel
-// zooms, the scroll bar pans, hovering a bar shows its name and duration.
+// fourth lane with every kernel, copy and whole CUDA graph launch as the device ran it. Time runs
+// left to right; Ctrl+wheel zooms, the horizontal scroll bar pans, the vertical one (and the wheel)
+// scrolls the lanes under the fixed time axis when the dock is short; hovering a bar shows its name
+// and duration.
 #include <QAbstractScrollArea>
 #include <QString>
 #include <vector>
@@ -38,6 +40,9 @@ class TimelineView : public QAbstractScrollArea {
   int laneCount() const { return has_gpu_ ? kLaneCount : kGpuLane; }
 
   QSize sizeHint() const override;
+  // The lanes' height, axis and margins included; the vertical scroll bar covers what does not fit.
+  int contentHeight() const;
+  int laneTop(int lane) const;  // viewport y of a lane's top (scrolled)
 
  protected:
   void paintEvent(QPaintEvent* event) override;
@@ -49,7 +54,6 @@ class TimelineView : public QAbstractScrollArea {
   double effectiveScale() const;  // pixels per ms actually used
   double timeToX(double ms) const;
   double xToTime(double x) const;
-  int laneTop(int lane) const;
   void updateScrollBar();
 
   std::vector<RecordedSpan> spans_;
