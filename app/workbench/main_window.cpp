@@ -719,7 +719,7 @@ void MainWindow::refreshTimeline() {
   const SessionRecording recording = worker_->recordingSnapshot();
   timeline_->setRecording(recording);
   gpu_timeline_->setRecording(recording);
-  kernel_stats_->setKernels(recording.kernels, gpu_timeline_->data().beginNs());
+  kernel_stats_->setRecording(recording, gpu_timeline_->data().beginNs());
 }
 
 bool MainWindow::measureLazyOverhead() {
@@ -773,7 +773,7 @@ bool MainWindow::savePanelShots(const QString& dir, const SessionRecording& reco
   timeline.fitToWidth();
   KernelStatsView stats;
   stats.setAttribute(Qt::WA_DontShowOnScreen);
-  stats.setKernels(recording.kernels, timeline.data().beginNs());
+  stats.setRecording(recording, timeline.data().beginNs());
   stats.resize(1600, std::clamp(90 + 26 * stats.model()->rowCount(), 240, 900));
   stats.show();
   QApplication::processEvents();

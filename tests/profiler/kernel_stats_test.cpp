@@ -131,3 +131,119 @@ TEST(KernelStats, KernelsOfAPolicyFallInsideItsRequests) {
 
 }  // namespace
 }  // namespace lazyscope
+
+namespace lazyscope {
+namespace {
+
+GraphRecord graph(uint32_t id, int64_t start, int64_t duration) {
+  GraphRecord g;
+  g.graph_id = id;
+  g.start_ns = start;
+  g.end_ns = start + duration;
+  g.stream_id = 7;
+  return g;
+}
+
+TEST(KernelStats, GraphLaunchesGetRowsOfTheirOwnAndShareTheBusyTime) {
+  // The sample's 210 ns of kernels (starts 1000..9000), then graph 3: 100, 300, 200, 400 ns and
+  // graph 8: 90 ns (starts 10000..14000).
+  const std::vector<GraphRecord> graphs = {graph(3, 10000, 100), graph(3, 11000, 300), graph(3, 12000, 200),
+                                           graph(3, 13000, 400), graph(8, 14000, 90)};
+  const KernelStats s = kernel_stats(sample(), graphs);
+  EXPECT_EQ(s.kernels, 9);
+  EXPECT_EQ(s.total_ns, 210);
+  EXPECT_EQ(s.graph_launches, 5);
+  EXPECT_EQ(s.graph_total_ns, 1090);
+  EXPECT_EQ(s.busy_ns(), 1300);
+  ASSERT_EQ(s.rows.size(), 4u);
+  const KernelStatsRow& g3 = s.rows[0];  // 1000 ns: first
+  EXPECT_EQ(g3.name, "CUDA graph 3");
+  EXPECT_TRUE(g3.graph);
+  EXPECT_EQ(g3.graph_id, 3u);
+  EXPECT_EQ(g3.count, 4);
+  EXPECT_EQ(g3.total_ns, 1000);
+  EXPECT_DOUBLE_EQ(g3.mean_ns, 250.0);
+  EXPECT_DOUBLE_EQ(g3.median_ns, 250.0);  // (200 + 300) / 2
+  EXPECT_EQ(g3.p95_ns, 400);              // rank ceil(3.8) = 4
+  EXPECT_EQ(g3.min_ns, 100);
+  EXPECT_EQ(g3.max_ns, 400);
+  EXPECT_DOUBLE_EQ(g3.share, 1000.0 / 1300.0);
+  EXPECT_EQ(g3.launch, "whole graph launch");
+  EXPECT_EQ(s.rows[1].name, "decode");  // 110 ns
+  EXPECT_FALSE(s.rows[1].graph);
+  EXPECT_DOUBLE_EQ(s.rows[1].share, 110.0 / 1300.0);
+  EXPECT_EQ(s.rows[2].name, "gemv");
+  EXPECT_EQ(s.rows[3].name, "CUDA graph 8");
+  double shares = 0.0;
+  for (const KernelStatsRow& r : s.rows) shares += r.share;
+  EXPECT_NEAR(shares, 1.0, 1e-12);
+  // A range counts graph launches by their start, like kernels: [8500, 12500) holds decode's
+  // 100 ns kernel (start 9000) and graph 3's first three launches (100 + 300 + 200 ns).
+  const KernelStats r = kernel_stats(sample(), graphs, 8500, 12500);
+  EXPECT_EQ(r.kernels, 1);
+  EXPECT_EQ(r.graph_launches, 3);
+  EXPECT_EQ(r.graph_total_ns, 600);
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_EQ(r.rows[0].name, "CUDA graph 3");
+  EXPECT_DOUBLE_EQ(r.rows[0].median_ns, 200.0);
+  EXPECT_DOUBLE_EQ(r.rows[0].share, 600.0 / 700.0);
+  // Without graphs the kernel shares are what they were.
+  EXPECT_DOUBLE_EQ(kernel_stats(sample()).rows[0].share, 110.0 / 210.0);
+}
+
+TEST(KernelStats, GraphLaunchesCompareByGraphName) {
+  const KernelStats a = kernel_stats({}, {graph(3, 0, 100), graph(3, 1000, 100)});
+  const KernelStats b = kernel_stats({}, {graph(3, 0, 150), graph(3, 1000, 150)});
+  const std::vector<KernelDiffRow> d = compare_kernel_stats(a, b);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].name, "CUDA graph 3");
+  EXPECT_EQ(d[0].diff_ns(), 100);
+  EXPECT_DOUBLE_EQ(d[0].ratio(), 1.5);
+}
+
+RecordedTraceSummary trace(int request, int detail, int graph_steps) {
+  RecordedTraceSummary t;
+  t.request = request;
+  t.device_traced = true;
+  t.kernel_detail_steps = detail;
+  t.graph_level_steps = graph_steps;
+  t.graphs = graph_steps;
+  return t;
+}
+
+TEST(KernelStats, TheDetailNoteSaysWhichStepsHaveKernelRows) {
+  EXPECT_EQ(kernel_detail_note({trace(1, 1, 31), trace(2, 1, 31)}),
+            "Kernels inside CUDA graph launches are not itemised: decode step 1 of each traced request has kernel "
+            "rows; the 62 later decode steps ran as 62 graph launches, each counted whole in its graph's row.");
+  EXPECT_EQ(kernel_detail_note({trace(1, 4, 1)}),
+            "Kernels inside CUDA graph launches are not itemised: decode steps 1–4 of each traced request have "
+            "kernel rows; the 1 later decode step ran as 1 graph launch, each counted whole in its graph's row.");
+  // Requests traced differently are listed apart; untraced and every-kernel requests are left out.
+  RecordedTraceSummary host_only;
+  host_only.request = 4;
+  const std::string mixed = kernel_detail_note({trace(1, 1, 7), trace(2, 0, 8), trace(3, -1, 0), host_only});
+  EXPECT_NE(mixed.find("request 2: none with kernel rows; request 1: decode step 1 with kernel rows"),
+            std::string::npos)
+      << mixed;
+  EXPECT_NE(mixed.find("the 15 later decode steps ran as 15 graph launches"), std::string::npos) << mixed;
+  // Every kernel recorded (--trace-kernel-steps all), or no device trace: nothing to say.
+  EXPECT_EQ(kernel_detail_note({trace(1, -1, 0)}), "");
+  EXPECT_EQ(kernel_detail_note({host_only}), "");
+  EXPECT_EQ(kernel_detail_note({}), "");
+}
+
+TEST(KernelStats, GraphsOfAPolicyFallInsideItsRequests) {
+  SessionRecording r;
+  RecordedRequest lazy;
+  lazy.id = 1;
+  lazy.event.policy = "lazy";
+  r.requests = {lazy};
+  r.spans.push_back({1, "request 1 (lazy)", "request", 1.0, 2.0});  // 1..3 ms
+  r.graphs = {graph(1, 500'000, 10), graph(1, 1'500'000, 10), graph(1, 3'000'000, 10)};
+  const auto g = graphs_of_policy(r, "lazy");
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].start_ns, 1'500'000);
+}
+
+}  // namespace
+}  // namespace lazyscope

@@ -61,33 +61,27 @@ size_t first_starting_at(const std::vector<TimelineItem>& items, size_t from, do
 
 }  // namespace
 
-std::string format_duration_ns(double ns) {
+namespace {
+
+// `significant` digits in the unit the magnitude calls for: "12.3 µs" (3), "264.951 ms" (6).
+std::string format_ns(double ns, int significant) {
   char buf[64];
   const double a = std::fabs(ns);
   if (a >= 1e9)
-    std::snprintf(buf, sizeof buf, "%.3g s", ns / 1e9);
+    std::snprintf(buf, sizeof buf, "%.*g s", significant, ns / 1e9);
   else if (a >= 1e6)
-    std::snprintf(buf, sizeof buf, "%.3g ms", ns / 1e6);
+    std::snprintf(buf, sizeof buf, "%.*g ms", significant, ns / 1e6);
   else if (a >= 1e3)
-    std::snprintf(buf, sizeof buf, "%.3g µs", ns / 1e3);
+    std::snprintf(buf, sizeof buf, "%.*g µs", significant, ns / 1e3);
   else
     std::snprintf(buf, sizeof buf, "%.0f ns", ns);
   return buf;
 }
 
-std::string format_time_ns(double ns) {
-  char buf[64];
-  const double a = std::fabs(ns);
-  if (a >= 1e9)
-    std::snprintf(buf, sizeof buf, "%.6g s", ns / 1e9);
-  else if (a >= 1e6)
-    std::snprintf(buf, sizeof buf, "%.6g ms", ns / 1e6);
-  else if (a >= 1e3)
-    std::snprintf(buf, sizeof buf, "%.6g µs", ns / 1e3);
-  else
-    std::snprintf(buf, sizeof buf, "%.0f ns", ns);
-  return buf;
-}
+}  // namespace
+
+std::string format_duration_ns(double ns) { return format_ns(ns, 3); }
+std::string format_time_ns(double ns) { return format_ns(ns, 6); }
 
 uint32_t GpuTimelineData::intern(const std::string& label) {
   const auto [it, inserted] = label_ids_.emplace(label, uint32_t(labels_.size()));
@@ -194,6 +188,12 @@ void GpuTimelineData::build(const SessionRecording& recording) {
     stream_row(m.device_id, m.stream_id)
         .items.push_back({m.start_ns, std::max(m.start_ns, m.end_ns), intern("memset"), uint32_t(i),
                           TimelineItemKind::Memset});
+  }
+  for (size_t i = 0; i < recording.graphs.size(); ++i) {
+    const GraphRecord& g = recording.graphs[i];
+    stream_row(g.device_id, g.stream_id)
+        .items.push_back({g.start_ns, std::max(g.start_ns, g.end_ns), intern(graph_stats_name(g)), uint32_t(i),
+                          TimelineItemKind::Graph});
   }
 
   // Rows in a fixed order: host threads (by id: NVTX depths, runtime, driver), then streams.
@@ -311,6 +311,7 @@ uint32_t GpuTimelineData::correlationId(const TimelineRef& ref) const {
     case TimelineItemKind::Kernel: return recording_.kernels[it.source].correlation_id;
     case TimelineItemKind::Memcpy: return recording_.memcpys[it.source].correlation_id;
     case TimelineItemKind::Memset: return recording_.memsets[it.source].correlation_id;
+    case TimelineItemKind::Graph: return recording_.graphs[it.source].correlation_id;
     case TimelineItemKind::Runtime:
     case TimelineItemKind::Driver: return recording_.api_calls[it.source].correlation_id;
     case TimelineItemKind::Nvtx: return 0;
@@ -329,11 +330,46 @@ std::vector<TimelineRef> GpuTimelineData::correlated(const TimelineRef& ref) con
   return out;
 }
 
+std::vector<TimelineRef> GpuTimelineData::enclosingRanges(uint32_t thread, double t) const {
+  std::vector<TimelineRef> out;
+  for (int r = 0; r < int(rows_.size()); ++r) {
+    const TimelineRow& row = rows_[size_t(r)];
+    if (row.kind != TimelineRowKind::Nvtx || row.thread != thread) continue;
+    const TimelineRef ref = itemAt(r, t, 0.0);
+    if (ref.valid()) out.push_back(ref);  // rows come by depth: outermost first
+  }
+  return out;
+}
+
+std::vector<TimelineRef> GpuTimelineData::callRanges(const TimelineRef& call) const {
+  const TimelineRow& row = rows_[size_t(call.row)];
+  if (row.kind != TimelineRowKind::Runtime && row.kind != TimelineRowKind::Driver) return {};
+  return enclosingRanges(row.thread, double(item(call).start_ns));
+}
+
+int GpuTimelineData::launchRequest(const TimelineRef& call) const {
+  for (const TimelineRef& r : callRanges(call)) {
+    const RecordedRange& range = recording_.ranges[item(r).source];
+    const int request = range.request != 0 ? range.request : int(range.range.request_id);
+    if (request != 0) return request;
+  }
+  return 0;
+}
+
+std::string GpuTimelineData::launchContext(const TimelineRef& call) const {
+  std::string path;
+  for (const TimelineRef& r : callRanges(call)) path += (path.empty() ? "" : " › ") + labels_[item(r).label];
+  const int request = launchRequest(call);
+  return request != 0 && !path.empty() ? "request " + std::to_string(request) + ": " + path : path;
+}
+
 std::string GpuTimelineData::describe(const TimelineRef& ref) const {
   if (!ref.valid()) return {};
   const TimelineItem& it = item(ref);
   std::string text = labels_[it.label] + "\nduration " + format_duration_ns(double(it.end_ns - it.start_ns)) +
                      ", starts at " + format_time_ns(double(it.start_ns - begin_ns_));
+  const bool device = rows_[size_t(ref.row)].kind == TimelineRowKind::Stream;
+  const std::vector<TimelineRef> other = correlated(ref);
   switch (it.kind) {
     case TimelineItemKind::Kernel: {
       const KernelRecord& k = recording_.kernels[it.source];
@@ -345,6 +381,25 @@ std::string GpuTimelineData::describe(const TimelineRef& ref) const {
       if (k.graph_node_id != 0) text += "\nlaunched by CUDA graph " + std::to_string(k.graph_id);
       break;
     }
+    case TimelineItemKind::Graph: {
+      const GraphRecord& g = recording_.graphs[it.source];
+      text += "\nCUDA graph " + std::to_string(g.graph_id) + ", GPU " + std::to_string(g.device_id) + " · stream " +
+              std::to_string(g.stream_id) + ": one record for the whole launch (CUPTI graph trace); the kernels "
+              "inside are not itemised";
+      // Which steps of this launch's request do have kernel rows (the report's device_trace).
+      const int request = other.empty() ? 0 : launchRequest(other.front());
+      for (const RecordedTraceSummary& t : recording_.traces) {
+        if (t.request != request || request == 0 || t.kernel_detail_steps < 0) continue;
+        text += "\nrequest " + std::to_string(request) + ": " +
+                (t.kernel_detail_steps == 0   ? std::string("no decode step has")
+                 : t.kernel_detail_steps == 1 ? std::string("decode step 1 has")
+                                              : "decode steps 1–" + std::to_string(t.kernel_detail_steps) + " have") +
+                " kernel rows, " + std::to_string(t.graph_level_steps) + " later step" +
+                (t.graph_level_steps == 1 ? "" : "s") + " ran as graph launches";
+        break;
+      }
+      break;
+    }
     case TimelineItemKind::Memcpy: text += "\n" + bytes_text(recording_.memcpys[it.source].bytes); break;
     case TimelineItemKind::Memset: text += "\n" + bytes_text(recording_.memsets[it.source].bytes); break;
     case TimelineItemKind::Nvtx:
@@ -352,17 +407,26 @@ std::string GpuTimelineData::describe(const TimelineRef& ref) const {
       break;
     default: break;
   }
+  // Where a device item was launched from: the NVTX ranges around its launch call.
+  if (device && !other.empty()) {
+    const std::string context = launchContext(other.front());
+    if (!context.empty()) text += "\nlaunched in " + context;
+  }
   const uint32_t id = correlationId(ref);
   if (id != 0) {
     text += "\ncorrelation id " + std::to_string(id);
-    const std::vector<TimelineRef> other = correlated(ref);
     if (!other.empty()) {
       const TimelineItem& o = item(other.front());
-      text += rows_[size_t(ref.row)].kind == TimelineRowKind::Stream ? "\nlaunched by " : "\nlaunches ";
+      text += device ? "\nlaunched by " : "\nlaunches ";
       text += labels_[o.label];
       if (other.size() > 1) text += " and " + std::to_string(other.size() - 1) + " more";
-      if (rows_[size_t(ref.row)].kind == TimelineRowKind::Stream)
-        text += " (" + format_duration_ns(double(it.start_ns - o.start_ns)) + " before the kernel started)";
+      if (device)
+        text += " (" + format_duration_ns(double(it.start_ns - o.start_ns)) + " before the " +
+                (it.kind == TimelineItemKind::Graph    ? "graph"
+                 : it.kind == TimelineItemKind::Kernel ? "kernel"
+                 : it.kind == TimelineItemKind::Memset ? "memset"
+                                                       : "copy") +
+                " started)";
     }
   }
   return text;

@@ -1,7 +1,8 @@
 #pragma once
 // The rows of the GPU timeline, built once from a session recording: for every host thread its
 // NVTX ranges (one row per nesting depth) and its CUDA runtime and driver calls, then one row per
-// GPU stream with its kernels, copies and memsets. Each row keeps its items sorted by start with a
+// GPU stream with its kernels, copies, memsets and CUDA graph launches (a graph launch recorded as a
+// whole, CUPTI_ACTIVITY_KIND_GRAPH_TRACE, is one item: the decode steps without kernel detail). Each row keeps its items sorted by start with a
 // running maximum of their ends, so a view finds the first visible item by binary search and
 // walks only what is on screen. visit() is the level-of-detail walk: an item at least a pixel
 // wide is one bar; items narrower than a pixel are merged into one bar per pixel column (with
@@ -17,7 +18,7 @@
 
 namespace lazyscope::workbench {
 
-enum class TimelineItemKind : uint8_t { Nvtx, Runtime, Driver, Kernel, Memcpy, Memset };
+enum class TimelineItemKind : uint8_t { Nvtx, Runtime, Driver, Kernel, Memcpy, Memset, Graph };
 
 struct TimelineItem {
   int64_t start_ns = 0;  // the recording's clock (ns since the recorder started)
@@ -80,13 +81,16 @@ class GpuTimelineData {
   // Items of `row` whose start lies in [t0, t1) (the count a merged pixel stands for).
   size_t countStarting(int row, double t0_ns, double t1_ns) const;
 
-  // The other side of a launch: for a kernel, copy or memset the runtime/driver call with its
-  // correlation id; for a call, the device items it launched (a graph launch: many). Empty if none.
+  // The other side of a launch: for a kernel, copy, memset or graph launch the runtime/driver call
+  // with its correlation id; for a call, the device items it launched (a graph launch replayed node
+  // by node: many). Empty if none.
   std::vector<TimelineRef> correlated(const TimelineRef& ref) const;
   uint32_t correlationId(const TimelineRef& ref) const;
   const TimelineItem& item(const TimelineRef& ref) const { return rows_[size_t(ref.row)].items[size_t(ref.item)]; }
   // Plain-text description of an item (the view puts it into its tooltip).
   std::string describe(const TimelineRef& ref) const;
+  // The NVTX ranges of `thread` that contain t_ns, outermost first (the step a launch belongs to).
+  std::vector<TimelineRef> enclosingRanges(uint32_t thread, double t_ns) const;
 
  private:
   struct CorrelationEntry {
@@ -96,6 +100,11 @@ class GpuTimelineData {
     bool operator<(const CorrelationEntry& o) const { return id < o.id; }
   };
   uint32_t intern(const std::string& label);
+  // For the runtime/driver call that launched a device item: the NVTX ranges around it, the request
+  // they belong to (0: none), and both in words ("request 2: request (lazy) › decode step 5").
+  std::vector<TimelineRef> callRanges(const TimelineRef& call) const;
+  int launchRequest(const TimelineRef& call) const;
+  std::string launchContext(const TimelineRef& call) const;
 
   SessionRecording recording_;
   std::vector<TimelineRow> rows_;

@@ -2,6 +2,7 @@
 
 #include <QBrush>
 #include <QColor>
+#include <QFont>
 
 #include "app/workbench/models/gpu_timeline_data.h"
 
@@ -11,8 +12,9 @@ QString duration_text(double ns) { return QString::fromStdString(format_duration
 
 KernelStatsModel::KernelStatsModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-void KernelStatsModel::setKernels(const std::vector<KernelRecord>& kernels) {
+void KernelStatsModel::setRecords(const std::vector<KernelRecord>& kernels, const std::vector<GraphRecord>& graphs) {
   kernels_ = kernels;
+  graphs_ = graphs;
   from_ = to_ = 0;
   recompute();
 }
@@ -25,7 +27,7 @@ void KernelStatsModel::setRange(qint64 from_ns, qint64 to_ns) {
 
 void KernelStatsModel::recompute() {
   beginResetModel();
-  stats_ = kernel_stats(kernels_, from_, to_);
+  stats_ = kernel_stats(kernels_, graphs_, from_, to_);
   endResetModel();
 }
 
@@ -35,8 +37,9 @@ int KernelStatsModel::columnCount(const QModelIndex& parent) const { return pare
 QVariant KernelStatsModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() >= int(stats_.rows.size())) return {};
   const KernelStatsRow& r = stats_.rows[size_t(index.row())];
-  const QString registers = r.registers_min == r.registers_max ? QString::number(r.registers_min)
-                                                               : QStringLiteral("%1–%2").arg(r.registers_min).arg(r.registers_max);
+  const QString registers = r.graph                              ? QStringLiteral("—")
+                            : r.registers_min == r.registers_max ? QString::number(r.registers_min)
+                                                                 : QStringLiteral("%1–%2").arg(r.registers_min).arg(r.registers_max);
   if (role == Qt::DisplayRole) {
     switch (index.column()) {
       case kName: return QString::fromStdString(r.name);
@@ -71,7 +74,22 @@ QVariant KernelStatsModel::data(const QModelIndex& index, int role) const {
   }
   if (role == Qt::TextAlignmentRole && index.column() != kName && index.column() != kLaunch)
     return QVariant(Qt::AlignRight | Qt::AlignVCenter);
-  if (role == Qt::ToolTipRole && index.column() == kName) return QString::fromStdString(r.name);
+  if (role == Qt::ToolTipRole && index.column() == kName) {
+    if (r.graph)
+      return tr("%1: %2 launches recorded as a whole (CUPTI graph trace), each one's GPU time from the start "
+                "of its first node to the end of its last; the kernels inside are not itemised")
+          .arg(QString::fromStdString(r.name))
+          .arg(r.count);
+    return QString::fromStdString(r.name);
+  }
+  // Graph rows stand out: italic on a tinted background (the timeline's hatched pink bars).
+  if (role == Qt::FontRole && r.graph) {
+    QFont f;
+    f.setItalic(true);
+    return f;
+  }
+  if (role == Qt::BackgroundRole && r.graph) return QBrush(QColor(250, 222, 240));
+  if (role == Qt::ForegroundRole && r.graph) return QBrush(QColor(60, 20, 50));
   return {};
 }
 
@@ -84,7 +102,9 @@ QVariant KernelStatsModel::headerData(int section, Qt::Orientation orientation, 
   }
   if (role == Qt::ToolTipRole) {
     switch (section) {
-      case kShare: return tr("This kernel's share of the GPU time of all kernels in the range");
+      case kShare:
+        return tr("This row's share of the GPU busy time in the range: every kernel plus every graph launch "
+                  "recorded as a whole");
       case kP95: return tr("95th percentile of the durations (nearest rank)");
       case kLaunch: return tr("The launch configuration, or how many different ones were used");
       case kRegisters: return tr("Registers per thread (a range when the launches differ)");

@@ -1,6 +1,7 @@
 #pragma once
 // Qt table models over profiler/kernel_stats.h: the per-kernel statistics of one session (or of
-// the timeline's selected range) and the per-kernel difference of two reports. Every cell has its
+// the timeline's selected range), with a row per CUDA graph for the launches recorded as a whole,
+// and the per-kernel difference of two reports. Every cell has its
 // text for display and its number under kSortRole, so a QSortFilterProxyModel sorts numerically.
 #include <QAbstractTableModel>
 #include <vector>
@@ -16,8 +17,10 @@ class KernelStatsModel : public QAbstractTableModel {
   enum Column { kName, kCount, kTotal, kShare, kMean, kMedian, kP95, kMin, kMax, kLaunch, kRegisters, kColumnCount };
 
   explicit KernelStatsModel(QObject* parent = nullptr);
-  // The kernels of a session; the statistics cover [from_ns, to_ns) (to <= from: all of them).
-  void setKernels(const std::vector<KernelRecord>& kernels);
+  // The kernels (and graph launches) of a session; the statistics cover [from_ns, to_ns)
+  // (to <= from: all of them). Setting them clears the range.
+  void setKernels(const std::vector<KernelRecord>& kernels) { setRecords(kernels, {}); }
+  void setRecords(const std::vector<KernelRecord>& kernels, const std::vector<GraphRecord>& graphs);
   void setRange(qint64 from_ns, qint64 to_ns);
   const KernelStats& stats() const { return stats_; }
   qint64 rangeFrom() const { return from_; }
@@ -31,6 +34,7 @@ class KernelStatsModel : public QAbstractTableModel {
  private:
   void recompute();
   std::vector<KernelRecord> kernels_;
+  std::vector<GraphRecord> graphs_;
   KernelStats stats_;
   qint64 from_ = 0, to_ = 0;
 };

@@ -44,6 +44,8 @@ QColor label_color(const std::string& label, TimelineItemKind kind) {
   switch (kind) {
     case TimelineItemKind::Memcpy: return QColor(80, 180, 120);
     case TimelineItemKind::Memset: return QColor(120, 200, 160);
+    // A whole graph launch: a hue no kernel colour uses (kernels: red, blue, purple, 40..180).
+    case TimelineItemKind::Graph: return QColor(232, 128, 196);
     case TimelineItemKind::Runtime:
     case TimelineItemKind::Driver:
       return name.contains(QStringLiteral("Launch")) ? QColor(230, 150, 60) : QColor(200, 190, 120);
@@ -82,9 +84,10 @@ GpuTimelineView::GpuTimelineView(QWidget* parent)
   viewport()->setMouseTracking(true);
   viewport()->setBackgroundRole(QPalette::Base);
   setToolTip(tr("Every NVTX range, CUDA call and GPU kernel of the session: one row per host thread's "
-                "NVTX depth and CUDA calls, one per GPU stream. Ctrl+wheel or +/− zooms, drag or the "
-                "arrow keys pan, Home fits; Shift+drag selects a range for the kernel statistics. "
-                "Hover a kernel to see the call that launched it."));
+                "NVTX depth and CUDA calls, one per GPU stream (hatched pink bars: CUDA graph launches "
+                "recorded as a whole). Ctrl+wheel or +/− zooms, drag or the arrow keys pan, Home fits; "
+                "Shift+drag selects a range for the kernel statistics. Hover a kernel or graph launch "
+                "to see the call that launched it."));
   viewport()->setToolTip(QString());
 }
 
@@ -387,7 +390,12 @@ void GpuTimelineView::paintEvent(QPaintEvent* event) {
         return;
       }
       p.fillRect(rect, color);
-      if (rect.width() >= 5.0) {
+      if (it.kind == TimelineItemKind::Graph) {
+        // Hatched and framed: one record standing for a whole graph of kernels.
+        p.fillRect(rect, QBrush(color.darker(135), Qt::BDiagPattern));
+        p.setPen(color.darker(170));
+        if (rect.width() >= 2.0) p.drawRect(rect.adjusted(0, 0, -1, -1));
+      } else if (rect.width() >= 5.0) {
         p.setPen(color.darker(150));
         p.drawRect(rect.adjusted(0, 0, -1, -1));
       }

@@ -1,10 +1,11 @@
 #pragma once
 // The GPU timeline: one row per host thread's NVTX depth and CUDA runtime/driver calls, one row
-// per GPU stream with its kernels, copies and memsets (models/gpu_timeline_data.h builds them).
+// per GPU stream with its kernels, copies, memsets and whole CUDA graph launches (hatched bars;
+// models/gpu_timeline_data.h builds the rows).
 // Zoom: Ctrl+wheel, + / -, or a shift-free drag on the time axis; pan: drag, arrow keys, the
 // scroll bars, Shift+wheel; Home (or 0) fits the session. Shift+drag selects a time range (the
-// Kernel Statistics panel follows it); a double click clears it. Hovering a kernel draws a line to
-// the runtime call that launched it (same correlation id), and the other way round.
+// Kernel Statistics panel follows it); a double click clears it. Hovering a kernel or graph launch
+// draws a line to the runtime call that launched it (same correlation id), and the other way round.
 #include <QAbstractScrollArea>
 #include <QColor>
 #include <memory>

@@ -64,14 +64,15 @@ ReportWindow::ReportWindow(const SessionRecording& recording, const QString& pat
   summary_->setWordWrap(true);
   summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   summary_->setText(tr("<b>%1</b><br>model %2 · backend %3 (%4) · %5 requests · %6 spans · %7 NVTX ranges · "
-                       "%8 GPU kernels · %9 CUDA calls")
+                       "%8 GPU kernels · %10 CUDA graph launches · %9 CUDA calls")
                         .arg(path.toHtmlEscaped(), meta(recording, "model").toHtmlEscaped(),
                              meta(recording, "backend").toHtmlEscaped(), meta(recording, "device").toHtmlEscaped())
                         .arg(recording.requests.size())
                         .arg(recording.spans.size())
                         .arg(recording.ranges.size())
                         .arg(recording.kernels.size())
-                        .arg(recording.api_calls.size()));
+                        .arg(recording.api_calls.size())
+                        .arg(recording.graphs.size()));
   tabs_ = new QTabWidget(this);
   buildRuns();
   buildEquivalence();
@@ -90,7 +91,7 @@ ReportWindow::ReportWindow(const SessionRecording& recording, const QString& pat
   gpu_timeline_ = new GpuTimelineView(this);
   gpu_timeline_->setRecording(recording);
   kernel_stats_ = new KernelStatsView(this);
-  kernel_stats_->setKernels(recording.kernels, gpu_timeline_->data().beginNs());
+  kernel_stats_->setRecording(recording, gpu_timeline_->data().beginNs());
   connect(gpu_timeline_, &GpuTimelineView::selectionChanged, kernel_stats_, &KernelStatsView::setRange);
   auto* gpu_page = new QWidget(this);
   auto* gpu_split = new QSplitter(Qt::Vertical, gpu_page);
@@ -120,7 +121,7 @@ ReportWindow::ReportWindow(const SessionRecording& recording, const QString& pat
   tabs_->addTab(overhead_, tr("Lazy overhead"));
 
   // A traced report opens on its kernels, any other on its runs.
-  if (!recording.kernels.empty()) tabs_->setCurrentWidget(gpu_page);
+  if (!recording.kernels.empty() || !recording.graphs.empty()) tabs_->setCurrentWidget(gpu_page);
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(summary_);
   layout->addWidget(tabs_, 1);
