@@ -111,6 +111,18 @@ KernelStats kernel_stats(const std::vector<KernelRecord>& kernels, const std::ve
   return out;
 }
 
+KernelStats kernel_stats_graphs_combined(const std::vector<KernelRecord>& kernels, const std::vector<GraphRecord>& graphs) {
+  std::vector<GraphRecord> one = graphs;
+  for (GraphRecord& g : one) g.graph_id = 0;
+  KernelStats s = kernel_stats(kernels, one);
+  for (KernelStatsRow& r : s.rows)
+    if (r.graph) r.name = kAllGraphsRowName;
+  std::sort(s.rows.begin(), s.rows.end(), [](const KernelStatsRow& x, const KernelStatsRow& y) {
+    return x.total_ns != y.total_ns ? x.total_ns > y.total_ns : x.name < y.name;
+  });
+  return s;
+}
+
 std::string kernel_detail_note(const std::vector<RecordedTraceSummary>& traces) {
   std::map<int, std::vector<int>> requests_by_detail;  // kernel_detail_steps -> requests
   int64_t graph_steps = 0, graph_rows = 0;

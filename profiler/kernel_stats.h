@@ -55,6 +55,11 @@ KernelStats kernel_stats(const std::vector<KernelRecord>& kernels, const std::ve
 // steps (every kernel has its row, or there is no device trace).
 std::string kernel_detail_note(const std::vector<RecordedTraceSummary>& traces);
 
+// The same, with the launches of every graph in one row, "CUDA graph launches (all graphs)": graph
+// ids differ between two sessions or pools, so a comparison puts their launches side by side there.
+KernelStats kernel_stats_graphs_combined(const std::vector<KernelRecord>& kernels, const std::vector<GraphRecord>& graphs);
+inline constexpr const char* kAllGraphsRowName = "CUDA graph launches (all graphs)";
+
 // One kernel name in two reports (A and B, e.g. lazy and materialized).
 struct KernelDiffRow {
   std::string name;

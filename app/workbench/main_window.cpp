@@ -5,6 +5,7 @@
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
 #include <QLabel>
 #include <QListWidget>
@@ -14,6 +15,7 @@
 #include <QPushButton>
 #include <QSettings>
 #include <QStatusBar>
+#include <QTextStream>
 #include <QTimer>
 #include <algorithm>
 #include <cstdio>
@@ -785,6 +787,25 @@ bool MainWindow::savePanelShots(const QString& dir, const SessionRecording& reco
     std::fprintf(saved ? stdout : stderr, "%s panel %s\n", saved ? "saved" : "could not save", qPrintable(path));
     ok = ok && saved;
   }
+  // The numbers behind the statistics picture, so a live session and its reopened report can be
+  // compared row by row (scripts/device/workbench_gpu_shots.sh diffs the two).
+  const QString table_path = QDir(dir).filePath(QStringLiteral("kernel_stats.tsv"));
+  QFile table(table_path);
+  if (table.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text)) {
+    QTextStream out(&table);
+    const KernelStats& s = stats.model()->stats();
+    out << "# " << stats.summary() << "\n";
+    out << "name\tgraph\tcount\ttotal_ns\tmedian_ns\tp95_ns\tmin_ns\tmax_ns\n";
+    for (const KernelStatsRow& r : s.rows)
+      out << QString::fromStdString(r.name) << '\t' << (r.graph ? 1 : 0) << '\t' << r.count << '\t' << r.total_ns
+          << '\t' << r.median_ns << '\t' << r.p95_ns << '\t' << r.min_ns << '\t' << r.max_ns << "\n";
+    std::printf("saved kernel statistics %s (%lld kernels, %lld graph launches, %lld ns busy)\n",
+                qPrintable(table_path), static_cast<long long>(s.kernels), static_cast<long long>(s.graph_launches),
+                static_cast<long long>(s.busy_ns()));
+  } else {
+    std::fprintf(stderr, "could not save %s\n", qPrintable(table_path));
+    ok = false;
+  }
   std::fflush(stdout);
   return ok;
 }
@@ -799,7 +820,7 @@ bool MainWindow::compareSessionReports(const QString& path_a, const QString& pat
       return false;
     }
   }
-  auto* window = new ReportCompareWindow(a.kernels, QFileInfo(path_a).fileName(), b.kernels,
+  auto* window = new ReportCompareWindow(a.kernels, a.graphs, QFileInfo(path_a).fileName(), b.kernels, b.graphs,
                                          QFileInfo(path_b).fileName(), this);
   window->show();
   return true;

@@ -2,7 +2,8 @@
 # The workbench on the GPU machine, which has no Qt: Debian's Qt 6 runtime (and the other libraries
 # Ubuntu lacks) carried unpacked in qt.tar.xz, the offscreen platform, the CUDA backend with GPU
 # tracing, on a generated small model. Saves the window, the GPU timeline and kernel statistics
-# panels, the session report, and the report reopened in the report window, to $OUT.
+# panels, the session report, and the report reopened in the report window, to $OUT; diffs the
+# kernel statistics of the live panel and of the reopened report (kernel_stats.tsv of each).
 # Run from a staged folder holding bin/lazyscope, bin/lazyscope-cli, share/lazyscope and qt.tar.xz
 # (see docs/profiling.md, "Screenshots from the GPU"). BACKEND=cpu runs the same steps on the CPU.
 set -o pipefail
@@ -20,12 +21,21 @@ missing=$(ldd bin/lazyscope | grep "not found")
 bin/lazyscope-cli make-model --preset small --out /tmp/lazyscope-small --text-dir share/lazyscope/text || exit 1
 trace=""
 [ "$BACKEND" = cuda ] && trace="--trace-gpu"
-t0=$(date +%s.%N)
+t0=$(date +%s%N)
 timeout 240 bin/lazyscope --model /tmp/lazyscope-small --backend "$BACKEND" $trace --demo \
   --screenshot "$OUT/workbench_$BACKEND.png" --size 1600x1000 --panel-shots "$OUT" \
   --save-report "$OUT/session_$BACKEND.db" 2>&1 | tee "$OUT/workbench_$BACKEND.log"
-echo "workbench run: rc=$? in $(echo "$(date +%s.%N) - $t0" | bc) s" | tee -a "$OUT/workbench_$BACKEND.log"
+echo "workbench run: rc=$? in $(( ($(date +%s%N) - t0) / 1000000 )) ms" | tee -a "$OUT/workbench_$BACKEND.log"
 # The saved report, reopened as on a machine without a model or a GPU.
+mkdir -p "$OUT/report_panels"
 timeout 60 bin/lazyscope --open-report "$OUT/session_$BACKEND.db" --screenshot "$OUT/report_$BACKEND.png" \
-  --size 1500x950 2>&1 | tee -a "$OUT/workbench_$BACKEND.log"
+  --size 1500x950 --panel-shots "$OUT/report_panels" 2>&1 | tee -a "$OUT/workbench_$BACKEND.log"
+# The live panel's kernel statistics against the reopened report's, row by row.
+if diff "$OUT/kernel_stats.tsv" "$OUT/report_panels/kernel_stats.tsv" > "$OUT/kernel_stats.diff"; then
+  echo "kernel statistics: live and reopened report identical ($(grep -vc '^#\|^name' "$OUT/kernel_stats.tsv") rows)" |
+    tee -a "$OUT/workbench_$BACKEND.log"
+else
+  echo "kernel statistics DIFFER between live and reopened report:" | tee -a "$OUT/workbench_$BACKEND.log"
+  tee -a "$OUT/workbench_$BACKEND.log" < "$OUT/kernel_stats.diff"
+fi
 ls -la "$OUT"

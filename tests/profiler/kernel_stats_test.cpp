@@ -201,6 +201,30 @@ TEST(KernelStats, GraphLaunchesCompareByGraphName) {
   EXPECT_DOUBLE_EQ(d[0].ratio(), 1.5);
 }
 
+TEST(KernelStats, ComparedGraphLaunchesShareOneRowWhateverTheirIds) {
+  // A's decode replays graph 2, B's graph 5 (each pool captures its own): one row side by side.
+  const KernelStats a = kernel_stats_graphs_combined(sample(), {graph(2, 10000, 100), graph(2, 11000, 300)});
+  const KernelStats b = kernel_stats_graphs_combined(sample(), {graph(5, 10000, 150), graph(5, 11000, 350),
+                                                                graph(6, 12000, 100)});
+  ASSERT_EQ(a.rows.size(), 3u);
+  EXPECT_EQ(a.rows[0].name, kAllGraphsRowName);
+  EXPECT_EQ(a.rows[0].count, 2);
+  EXPECT_EQ(a.rows[0].total_ns, 400);
+  EXPECT_DOUBLE_EQ(a.rows[0].share, 400.0 / 610.0);
+  EXPECT_EQ(b.rows[0].count, 3);
+  EXPECT_EQ(b.rows[0].total_ns, 600);
+  EXPECT_DOUBLE_EQ(b.rows[0].median_ns, 150.0);
+  const std::vector<KernelDiffRow> d = compare_kernel_stats(a, b);
+  ASSERT_EQ(d.size(), 3u);
+  EXPECT_EQ(d[0].name, kAllGraphsRowName);
+  EXPECT_EQ(d[0].count_a, 2);
+  EXPECT_EQ(d[0].count_b, 3);
+  EXPECT_EQ(d[0].diff_ns(), 200);
+  EXPECT_DOUBLE_EQ(d[0].ratio(), 1.5);
+  // Without graphs it is kernel_stats itself.
+  EXPECT_EQ(kernel_stats_graphs_combined(sample(), {}).rows.size(), 2u);
+}
+
 RecordedTraceSummary trace(int request, int detail, int graph_steps) {
   RecordedTraceSummary t;
   t.request = request;

@@ -38,6 +38,17 @@ void finish_row(TimelineRow* row) {
   row->max_end.resize(row->items.size());
   int64_t m = INT64_MIN;
   for (size_t i = 0; i < row->items.size(); ++i) row->max_end[i] = m = std::max(m, row->items[i].end_ns);
+  row->graphs_before.clear();
+  if (std::none_of(row->items.begin(), row->items.end(),
+                   [](const TimelineItem& it) { return it.kind == TimelineItemKind::Graph; }))
+    return;
+  row->graphs_before.resize(row->items.size() + 1);
+  uint32_t graphs = 0;
+  for (size_t i = 0; i < row->items.size(); ++i) {
+    row->graphs_before[i] = graphs;
+    graphs += row->items[i].kind == TimelineItemKind::Graph ? 1 : 0;
+  }
+  row->graphs_before.back() = graphs;
 }
 
 // The first index >= from whose item starts at or after t. Galloping from `from`: the next pixel
@@ -302,6 +313,13 @@ size_t GpuTimelineData::countStarting(int row_index, double t0, double t1) const
   auto lo = std::partition_point(items.begin(), items.end(), [t0](const TimelineItem& x) { return double(x.start_ns) < t0; });
   auto hi = std::partition_point(lo, items.end(), [t1](const TimelineItem& x) { return double(x.start_ns) < t1; });
   return size_t(hi - lo);
+}
+
+size_t GpuTimelineData::graphItemsIn(int row_index, uint32_t first, uint32_t count) const {
+  if (row_index < 0 || row_index >= int(rows_.size())) return 0;
+  const std::vector<uint32_t>& before = rows_[size_t(row_index)].graphs_before;
+  if (before.empty() || size_t(first) + count >= before.size()) return 0;
+  return before[first + count] - before[first];
 }
 
 uint32_t GpuTimelineData::correlationId(const TimelineRef& ref) const {

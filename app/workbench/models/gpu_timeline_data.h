@@ -39,6 +39,8 @@ struct TimelineRow {
   int depth = 0;         // NVTX rows: nesting level
   std::vector<TimelineItem> items;  // by start
   std::vector<int64_t> max_end;     // max_end[i] = the largest end of items[0..i]
+  // graphs_before[i] = how many of items[0..i) are graph launches (size n + 1); empty: none are.
+  std::vector<uint32_t> graphs_before;
 };
 
 // One bar of a frame: items [first, first + count) of a row drawn from x0 to x1 (pixels from the
@@ -80,6 +82,8 @@ class GpuTimelineData {
   TimelineRef itemAt(int row, double t_ns, double slack_ns) const;
   // Items of `row` whose start lies in [t0, t1) (the count a merged pixel stands for).
   size_t countStarting(int row, double t0_ns, double t1_ns) const;
+  // Graph launches among items [first, first + count) of `row` (a merged bar shows them), O(1).
+  size_t graphItemsIn(int row, uint32_t first, uint32_t count) const;
 
   // The other side of a launch: for a kernel, copy, memset or graph launch the runtime/driver call
   // with its correlation id; for a call, the device items it launched (a graph launch replayed node

@@ -374,6 +374,7 @@ void GpuTimelineView::paintEvent(QPaintEvent* event) {
   p.save();
   p.setClipRect(QRect(kGutter, kAxisHeight, width - kGutter, height - kAxisHeight) & area);
   const QColor alternate = palette().color(QPalette::AlternateBase);
+  const QColor graph_color = label_color(std::string(), TimelineItemKind::Graph);
   for (int r = first_row; r <= last_row; ++r) {
     const int top = rowTop(r);
     if (r % 2 == 1) p.fillRect(QRect(kGutter, top, width - kGutter, kRowHeight), alternate);
@@ -386,7 +387,9 @@ void GpuTimelineView::paintEvent(QPaintEvent* event) {
       const QColor color = colorOf(it.label);
       const QRectF rect(x0, bar_top, x1 - x0, bar_h);
       if (b.count > 1) {
-        p.fillRect(rect, color.darker(115));  // a merged column: several records in this pixel
+        // A merged column: several records in this pixel; pink when a graph launch is among them.
+        const bool graph = data_->graphItemsIn(r, b.first, b.count) > 0;
+        p.fillRect(rect, graph ? graph_color.darker(110) : color.darker(115));
         return;
       }
       p.fillRect(rect, color);

@@ -87,7 +87,10 @@ void KernelStatsView::updateSummary() {
              (s.graph_launches == 1 ? tr(" and 1 CUDA graph launch (%1)")
                                     : tr(" and %1 CUDA graph launches (%2)").arg(s.graph_launches))
                  .arg(duration_text(double(s.graph_total_ns))) +
-             tr(": %1 of GPU busy time in %2 rows").arg(duration_text(double(s.busy_ns()))).arg(s.rows.size());
+             (s.rows.size() == 1 ? tr(": %1 of GPU busy time in 1 row").arg(duration_text(double(s.busy_ns())))
+                                 : tr(": %1 of GPU busy time in %2 rows")
+                                       .arg(duration_text(double(s.busy_ns())))
+                                       .arg(s.rows.size()));
   else
     counts = tr("%n kernel(s), %1 of GPU time, %2 names", nullptr, int(s.kernels))
                  .arg(duration_text(double(s.total_ns)))

@@ -325,7 +325,8 @@ QWidget* ReportWindow::compareLazyMaterialized() {
   const std::vector<KernelRecord> lazy = kernels_of_policy(recording_, "lazy");
   const std::vector<KernelRecord> materialized = kernels_of_policy(recording_, "materialized");
   if (lazy.empty() && materialized.empty()) return nullptr;
-  auto* window = new ReportCompareWindow(lazy, tr("lazy"), materialized, tr("materialized"), this);
+  auto* window = new ReportCompareWindow(lazy, graphs_of_policy(recording_, "lazy"), tr("lazy"), materialized,
+                                         graphs_of_policy(recording_, "materialized"), tr("materialized"), this);
   window->setWindowTitle(tr("Lazy vs materialized kernels in %1 — LazyScope").arg(QFileInfo(path_).fileName()));
   window->show();
   return window;

@@ -7,6 +7,7 @@
 // them on its GPU lane and scrolls to it in a short dock.
 #include <gtest/gtest.h>
 
+#include <QDir>
 #include <QFile>
 #include <QLabel>
 #include <QMouseEvent>
@@ -17,8 +18,10 @@
 #include <chrono>
 #include <filesystem>
 
+#include "app/workbench/main_window.h"
 #include "app/workbench/views/gpu_timeline_view.h"
 #include "app/workbench/views/kernel_stats_view.h"
+#include "app/workbench/views/report_compare_window.h"
 #include "app/workbench/views/report_window.h"
 #include "app/workbench/views/timeline_view.h"
 #include "profiler/kernel_stats.h"
@@ -187,10 +190,20 @@ TEST(GraphLaunches, LevelOfDetailAccountsForGraphItems) {
             [&](const TimelineBar&) { ++every; });
     EXPECT_EQ(merged, every) << ns_per_px;
   }
-  size_t all = 0;
+  size_t all = 0, graphs = 0, merged_with_graphs = 0;
   d.visit(stream, double(d.beginNs()), double(d.endNs() - d.beginNs()) / 4.0, 4, true,
-          [&](const TimelineBar& b) { all += b.count; });
+          [&](const TimelineBar& b) {
+            all += b.count;
+            const size_t g = d.graphItemsIn(stream, b.first, b.count);
+            graphs += g;
+            merged_with_graphs += b.count > 1 && g > 0 ? 1 : 0;
+          });
   EXPECT_EQ(all, 10u);
+  EXPECT_EQ(graphs, 6u);  // every graph launch is in some bar, and the view colours those pink
+  EXPECT_GE(merged_with_graphs, 1u);
+  EXPECT_EQ(d.graphItemsIn(stream, 0, 0), 0u);
+  EXPECT_EQ(d.graphItemsIn(stream, 0, 11), 0u);  // past the row: nothing, not a read out of range
+  EXPECT_EQ(d.graphItemsIn(row_titled(d, "NVTX · thread 4242"), 0, 2), 0u);
 }
 
 TEST(GraphLaunches, StatisticsCountThemAndFollowTheSelection) {
@@ -331,6 +344,62 @@ TEST(GraphLaunches, TheReportBrowserReplaysThem) {
   // The report itself, for opening in the workbench (lazyscope --open-report).
   QFile::remove(testing::artifact_path("report_graphs.db"));
   EXPECT_TRUE(QFile::copy(rec.path, testing::artifact_path("report_graphs.db")));
+}
+
+// Two sides with graph launches of different graph ids: both sides list them, the difference
+// table puts them in one row, and the summary compares the GPU busy time.
+TEST(GraphLaunches, TheComparisonCountsThemOnBothSides) {
+  QTemporaryDir dir;
+  const Recorded rec = record(dir);
+  std::vector<GraphRecord> lazy, materialized;
+  for (const GraphRecord& g : rec.loaded.graphs)
+    (g.graph_id == 5 ? lazy : materialized).push_back(g);
+  ASSERT_EQ(lazy.size(), 3u);
+  ASSERT_EQ(materialized.size(), 3u);
+  ReportCompareWindow window(rec.loaded.kernels, lazy, QStringLiteral("lazy"), {}, materialized,
+                             QStringLiteral("materialized"));
+  const std::vector<KernelDiffRow>& diff = window.diffModel()->rows();
+  bool graphs = false;
+  for (const KernelDiffRow& d : diff)
+    if (d.name == kAllGraphsRowName) {
+      graphs = true;
+      EXPECT_EQ(d.count_a, 3);
+      EXPECT_EQ(d.count_b, 3);
+      EXPECT_EQ(d.diff_ns(), 0);  // 300 + 400 + 500 µs each
+    }
+  EXPECT_TRUE(graphs);
+  EXPECT_NE(window.summary().indexOf(QStringLiteral(
+                "4 kernels (800 µs) and 3 graph launches (1.2 ms): 2 ms of GPU busy time")),
+            -1)
+      << window.summary().toStdString();
+  EXPECT_NE(window.summary().indexOf(QStringLiteral("B ÷ A = 0.600×")), -1)
+      << window.summary().toStdString();
+}
+
+// --panel-shots writes the statistics' numbers beside their picture: the live recording and its
+// reopened report give the same table, graph rows included.
+TEST(GraphLaunches, PanelShotsOfTheLiveSessionAndTheReportAgree) {
+  QTemporaryDir dir;
+  const Recorded rec = record(dir);
+  WorkbenchOptions options;
+  options.restore_layout = false;
+  options.load_default_model = false;
+  MainWindow window(options);
+  ASSERT_TRUE(QDir(dir.path()).mkpath(QStringLiteral("live")));
+  ASSERT_TRUE(QDir(dir.path()).mkpath(QStringLiteral("report")));
+  ASSERT_TRUE(window.savePanelShots(dir.filePath(QStringLiteral("live")), rec.live));
+  ASSERT_TRUE(window.savePanelShots(dir.filePath(QStringLiteral("report")), rec.loaded));
+  auto read = [&](const char* sub) {
+    QFile f(
+        QDir(dir.filePath(QString::fromLatin1(sub))).filePath(QStringLiteral("kernel_stats.tsv")));
+    EXPECT_TRUE(f.open(QIODevice::ReadOnly));
+    return QString::fromUtf8(f.readAll());
+  };
+  const QString live = read("live"), report = read("report");
+  EXPECT_EQ(live, report);
+  EXPECT_NE(live.indexOf(QStringLiteral("CUDA graph 5\t1\t3\t1200000\t")), -1)
+      << live.toStdString();
+  EXPECT_NE(live.indexOf(QStringLiteral("gemv_bf16\t0\t2\t400000\t")), -1) << live.toStdString();
 }
 
 TEST(HostTimeline, GraphSpansOnTheGpuLaneAndEveryLaneReachableInAShortDock) {
