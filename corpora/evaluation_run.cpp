@@ -15,9 +15,9 @@
 #include "engine/runtime/equivalence.h"
 #include "engine/runtime/session.h"
 #include "engine/serving/scheduler.h"
+#include "engine/tokenizer/chat_template.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/workload/workload.h"
-#include "engine/tokenizer/chat_template.h"
 
 namespace lazyscope::corpora {
 namespace {
@@ -178,8 +178,16 @@ int EvalReport::config_index(Mode mode, Policy policy) const {
   return -1;
 }
 
-bool EvalReport::exact_cpu() const {
-  return backend == "cpu" && device.rfind("CPU fast", 0) != 0;
+bool EvalReport::exact_cpu() const { return backend == "cpu" && device.rfind("CPU fast", 0) != 0; }
+
+std::string EvalReport::identity_failure() const {
+  const IdentityVerdict verdict = identity();
+  if (!verdict.checked || verdict.ok() || !exact_cpu()) return "";
+  std::string text =
+      "lazy and materialized answers differ beyond a near-tie on the CPU (exact fp32) for "
+      "question(s):";
+  for (const std::string& id : verdict.differing) text += " " + id;
+  return text;
 }
 
 IdentityVerdict EvalReport::identity() const {
@@ -310,8 +318,7 @@ nlohmann::json report_json(const EvalReport& report) {
       {"token_hit_ratio",
        "prompt tokens served from the KV cache / prompt tokens; batched, as the serving engine "
        "counts it: cached document tokens / document + query tokens (the shared prefix left out)"},
-      {"ttft_p50_ms",
-       "median time from a request's arrival (its submission) to its first token"},
+      {"ttft_p50_ms", "median time from a request's arrival (its submission) to its first token"},
       {"output_tokens_per_s",
        "generated tokens / seconds: the sum of request times one at a time, the serving runs' "
        "wall time batched"},
@@ -566,6 +573,24 @@ std::vector<Document> passages_of(const QuestionResult& q) {
   return out;
 }
 
+// One configuration's answer to one question, scored against the question's gold answers: the
+// bookkeeping both scheduling paths share.
+ConfigAnswer scored_answer(const Question& question, std::string text, std::vector<int32_t> ids,
+                           int prompt_tokens, double ttft_ms, double request_ms,
+                           const CacheStats& stats) {
+  ConfigAnswer a;
+  a.ran = true;
+  a.score = score_answer(text, question.answers);
+  a.text = std::move(text);
+  a.generated_tokens = int(ids.size());
+  a.ids = std::move(ids);
+  a.prompt_tokens = prompt_tokens;
+  a.ttft_ms = ttft_ms;
+  a.request_ms = request_ms;
+  a.stats = stats;
+  return a;
+}
+
 void report_progress(const EvalProgressFn& progress, const EvalReport& report,
                      Clock::time_point t0) {
   if (!progress) return;
@@ -645,16 +670,8 @@ void EvaluationRunner::run_sequential(Session& session, EvalReport& report,
         complete = false;
         break;
       }
-      ConfigAnswer& a = result.answers[c];
-      a.ran = true;
-      a.text = r.generated_text;
-      a.ids = r.generated_ids;
-      a.score = score_answer(a.text, question.answers);
-      a.prompt_tokens = r.prompt_tokens;
-      a.generated_tokens = int(r.generated_ids.size());
-      a.ttft_ms = r.ttft_ms;
-      a.request_ms = request_ms;
-      a.stats = r.stats;
+      result.answers[c] = scored_answer(question, r.generated_text, r.generated_ids,
+                                        r.prompt_tokens, r.ttft_ms, request_ms, r.stats);
       seconds[c] = request_ms / 1000.0;
       if (run.keep_logits) kept[c] = std::move(r);
     }
@@ -745,26 +762,21 @@ void EvaluationRunner::run_batched(Session& session, EvalReport& report,
       report.config_seconds[c] += seconds_since(start);
       for (std::size_t i = 0; i < count; ++i) {
         const RequestRecord& rec = served.records[i];
-        ConfigAnswer& a = results[i].answers[c];
-        a.ran = true;
-        a.ids = rec.tokens;
         std::vector<int32_t> visible = rec.tokens;
         if (!visible.empty() && std::find(eos.begin(), eos.end(), visible.back()) != eos.end())
           visible.pop_back();
-        a.text = session.tokenizer().decode(visible);
-        a.score = score_answer(a.text, results[i].question.answers);
-        a.prompt_tokens = rec.prompt_tokens;
-        a.generated_tokens = int(rec.tokens.size());
-        a.ttft_ms = rec.ttft_ms();
-        a.request_ms = rec.e2e_ms();
         // As the serving engine counts them: cached document tokens over the document and
         // query tokens (the shared prefix left out), documents placed once per request.
-        a.stats.prompt_tokens = rec.prompt_tokens - rec.prefix_tokens;
-        a.stats.cached_tokens = rec.cached_document_tokens;
-        a.stats.documents = rec.documents;
-        a.stats.document_repeats = rec.repeats;
-        a.stats.document_hits = rec.document_hits;
-        a.stats.bytes_copied = rec.bytes_copied;
+        CacheStats stats;
+        stats.prompt_tokens = rec.prompt_tokens - rec.prefix_tokens;
+        stats.cached_tokens = rec.cached_document_tokens;
+        stats.documents = rec.documents;
+        stats.document_repeats = rec.repeats;
+        stats.document_hits = rec.document_hits;
+        stats.bytes_copied = rec.bytes_copied;
+        results[i].answers[c] =
+            scored_answer(results[i].question, session.tokenizer().decode(visible), rec.tokens,
+                          rec.prompt_tokens, rec.ttft_ms(), rec.e2e_ms(), stats);
       }
     }
     if (!complete) break;  // the round's questions are dropped: every configuration or none

@@ -147,6 +147,10 @@ struct EvalReport {
   // agree within 1e-4 (the fast CPU kernels quantize activations to int8, so the two policies'
   // rounding differences grow to whole-logit differences there; the GPU computes in bf16).
   bool exact_cpu() const;
+  // The command's failure when lazy and materialized differ beyond a near-tie on the exact CPU:
+  // a sentence naming the questions; "" when they agree, when they were not both run, or on a
+  // backend where a difference is reported, not fatal (the fast CPU kernels, the GPU).
+  std::string identity_failure() const;
   // Exact match (containment) of full attention minus that of block attention, in points
   // (0..100), when both ran: full/none (else full/prefix) against block/lazy (else the first
   // block configuration).

@@ -332,6 +332,49 @@ TEST(IdentityCheck, FailsAndNamesTheQuestionWhenAnswerListsDiffer) {
   EXPECT_EQ(tie.near_ties, std::vector<std::string>{"q2"});
 }
 
+// A report of block/lazy and block/materialized over two questions, q2's answers as given.
+EvalReport identity_report(const std::string& backend, const std::string& device,
+                           std::vector<int32_t> q2_lazy, std::vector<int32_t> q2_materialized) {
+  EvalReport r;
+  r.backend = backend;
+  r.device = device;
+  r.configs = {{Mode::Block, Policy::Lazy}, {Mode::Block, Policy::Materialized}};
+  r.questions = {answered("q1", {5, 6, 7}, {5, 6, 7}),
+                 answered("q2", std::move(q2_lazy), std::move(q2_materialized))};
+  return r;
+}
+
+TEST(IdentityCheck, TheCommandFailsOnTheExactCpuAndNamesTheQuestion) {
+  // Two different answer lists on the exact fp32 CPU: the failure names q2, not q1.
+  const EvalReport exact = identity_report("cpu", "CPU, 16 threads", {1, 2}, {1, 3});
+  EXPECT_TRUE(exact.exact_cpu());
+  const std::string failure = exact.identity_failure();
+  EXPECT_NE(failure.find("differ beyond a near-tie"), std::string::npos) << failure;
+  EXPECT_NE(failure.find(" q2"), std::string::npos) << failure;
+  EXPECT_EQ(failure.find("q1"), std::string::npos) << failure;
+  // The same answers agreeing: no failure.
+  EXPECT_EQ(identity_report("cpu", "CPU, 16 threads", {1, 2}, {1, 2}).identity_failure(), "");
+  // A flip recorded as a near-tie is within rounding: no failure.
+  EvalReport tie = identity_report("cpu", "CPU, 1 thread", {1, 2}, {1, 3});
+  TokenAgreement near_tie;
+  near_tie.identical = false;
+  near_tie.near_tie = true;
+  near_tie.step = 1;
+  tie.questions[1].identity = near_tie;
+  EXPECT_EQ(tie.identity_failure(), "");
+  // The fast CPU kernels and the GPU report a difference; it does not fail the command.
+  const EvalReport fast =
+      identity_report("cpu", "CPU fast (AVX-512 VNNI), 1 thread", {1, 2}, {1, 3});
+  EXPECT_FALSE(fast.exact_cpu());
+  EXPECT_FALSE(fast.identity().ok());
+  EXPECT_EQ(fast.identity_failure(), "");
+  EXPECT_EQ(identity_report("cuda", "NVIDIA H200", {1, 2}, {1, 3}).identity_failure(), "");
+  // Without both policies there is nothing to check.
+  EvalReport one = identity_report("cpu", "CPU, 1 thread", {1, 2}, {1, 3});
+  one.configs[1] = {Mode::Block, Policy::Positional};
+  EXPECT_EQ(one.identity_failure(), "");
+}
+
 TEST(IdentityCheck, AgreementFollowsTheEnginesEquivalenceRule) {
   RunResult a, b;
   a.generated_ids = {3, 1};
@@ -355,6 +398,15 @@ TEST(IdentityCheck, AgreementFollowsTheEnginesEquivalenceRule) {
   EXPECT_FALSE(tie.identical);
   EXPECT_TRUE(tie.near_tie) << tie.describe();
   EXPECT_TRUE(tie.acceptable());
+  // One run stops (end of turn) where the other goes on: the same logits over the compared
+  // steps, different answers.
+  a.step_logits[1] = b.step_logits[1] = {0, 5.0f, 4.0f, 0};
+  b.generated_ids = {3, 1, 2};
+  b.step_logits.push_back({0, 0, 9, 0});
+  const TokenAgreement longer = agreement_of(a, b, "cpu");
+  EXPECT_FALSE(longer.identical);
+  EXPECT_FALSE(longer.acceptable());
+  EXPECT_EQ(longer.step, 2);
 }
 
 }  // namespace

@@ -68,6 +68,9 @@ TEST(F1, CountsTokenOverlap) {
   // Nothing left after normalisation: equal only when both are empty.
   EXPECT_EQ(f1_score("the", "a"), 1.0);
   EXPECT_EQ(f1_score("the", "Brannock"), 0.0);
+  // Unicode: case folds and punctuation goes before tokens are counted.
+  EXPECT_NEAR(f1_score("\u00c9cole Brannock", "\u201c\u00e9cole\u201d"), 2.0 / 3.0, 1e-12);
+  EXPECT_EQ(f1_score("\u00ab\u00d8rrenland\u00bb", "\u00f8rrenland"), 1.0);
 }
 
 TEST(F1, TakesTheBestGoldAnswer) {
