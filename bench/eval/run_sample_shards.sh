@@ -2,8 +2,9 @@
 # The sample's 177 questions on a 16-core CPU (CPU backend, fast kernels), in six processes of
 # 2-4 threads: full/none in four shards (no history: sharding changes nothing), block/lazy +
 # block/materialized in two halves (each half's pools start empty); each stopped (Ctrl-C, keeping
-# what finished) after T seconds. docs/evaluation.md's table came from this script on the GPU
-# machine's CPU; bench/eval/merge_shards.py combines the JSON files.
+# what finished) after T seconds. An older build's figures (32.8 / 13.0 / 12.4 % containment, in
+# docs/evaluation.md) came from this script on the GPU machine's CPU; the current figures from
+# bench/eval/run_identity_and_wording.sh. bench/eval/merge_shards.py combines the JSON files.
 # Layout under M: app/lazyscope-cli, share/lazyscope (the build's), lib/ (libraries the machine
 # lacks), the model file. Usage: M=DIR T=SECONDS OUT=DIR bench/eval/run_sample_shards.sh
 set -u
