@@ -13,6 +13,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTextStream>
@@ -63,6 +64,18 @@ QDockWidget* make_dock(const QString& title, const QString& name, QWidget* conte
   dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable |
                     QDockWidget::DockWidgetClosable);
   return dock;
+}
+
+// A panel in a tab of the bottom dock group, inside a scroll area: a tall panel (the evaluation
+// form and its charts, the overhead table) would otherwise make the whole group, and so the
+// window, at least its height, squeezing the prompt's output columns to a few lines.
+QWidget* scrollable(QWidget* panel) {
+  auto* scroll = new QScrollArea;
+  scroll->setObjectName(panel->objectName().isEmpty() ? QStringLiteral("scroll") : panel->objectName() + QStringLiteral("_scroll"));
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setWidget(panel);
+  return scroll;
 }
 
 QSettings user_settings() { return workbench_settings(); }
@@ -227,7 +240,7 @@ void MainWindow::buildDocks() {
   splitDockWidget(equivalence_dock, timeline_dock, Qt::Vertical);
   evaluation_ = new EvaluationPanel(this);
   auto* evaluation_dock =
-      make_dock(tr("Evaluation: answer quality"), QStringLiteral("dock_evaluation"), evaluation_, this);
+      make_dock(tr("Evaluation: answer quality"), QStringLiteral("dock_evaluation"), scrollable(evaluation_), this);
   set_dock_title_tooltip(
       evaluation_dock,
       tr("Runs a question set through each mode and policy: exact match, containment and token F1 "
@@ -253,7 +266,7 @@ void MainWindow::buildDocks() {
   tabifyDockWidget(timeline_dock, kernel_dock);
   overhead_ = new OverheadPanel(this);
   overhead_runner_ = new OverheadRunner(this);
-  auto* overhead_dock = make_dock(tr("Lazy overhead"), QStringLiteral("dock_overhead"), overhead_, this);
+  auto* overhead_dock = make_dock(tr("Lazy overhead"), QStringLiteral("dock_overhead"), scrollable(overhead_), this);
   set_dock_title_tooltip(
       overhead_dock,
       tr("Run ▸ Measure Lazy Overhead: plain and lazy attention timed in alternation at this model's shape and "
@@ -548,9 +561,12 @@ void MainWindow::onPlanFinished(int run_index, bool cancelled) {
   if (cancelled) prompt_->runModel()->stopWaiting();
   activity_label_->setText(cancelled ? tr("Run %1 stopped.").arg(run_index)
                                      : tr("Run %1 finished.").arg(run_index));
-  if (welcome_step_ != WelcomeStep::None && !cancelled)
-    welcome_->setStage(welcome_step_ == WelcomeStep::Ask ? WelcomePage::Stage::Asked
-                                                         : WelcomePage::Stage::Reordered);
+  if (!cancelled) {
+    // The strip's text names the run it sums up: one of its own buttons', or the prompt's Run.
+    welcome_->setStage(welcome_step_ == WelcomeStep::Ask       ? WelcomePage::Stage::Asked
+                       : welcome_step_ == WelcomeStep::Reorder ? WelcomePage::Stage::Reordered
+                                                               : WelcomePage::Stage::Ran);
+  }
   welcome_step_ = WelcomeStep::None;
   welcome_->setSummary(run_summary(run_requests_));
   updateWelcome();
@@ -992,6 +1008,20 @@ void MainWindow::fitWelcome() {
                                                     : welcome_->sizeHint().height();
   const int title = dock->height() - welcome_->height();
   resizeDocks({dock}, {content + std::max(title, 0)}, Qt::Vertical);
+  keepTimelineReadable();
+}
+
+void MainWindow::keepTimelineReadable() {
+  // A taller strip takes its room from the bottom docks; the timeline keeps enough for its
+  // three lanes (requests, encodes, prefill + decode) and their axis, in text lines.
+  // Both docks of the bottom column are named, so the room comes from the centre, not from
+  // the equivalence strip above (which is at its own minimum).
+  auto* timeline = findChild<QDockWidget*>(QStringLiteral("dock_timeline"));
+  auto* equivalence = findChild<QDockWidget*>(QStringLiteral("dock_equivalence"));
+  if (!timeline || !equivalence || !timeline->isVisible() || timeline->isFloating()) return;
+  const int wanted = fontMetrics().height() * 12;
+  if (timeline->height() < wanted && height() >= fontMetrics().height() * 50)
+    resizeDocks({equivalence, timeline}, {equivalence->height(), wanted}, Qt::Vertical);
 }
 
 void MainWindow::updateWelcome() { welcome_->setBusy(!model_loaded_ || busy_ || run_in_flight_); }

@@ -134,6 +134,7 @@ class MainWindow : public QMainWindow {
   void reorderAndRerun();
   void updateWelcome();
   void fitWelcome();
+  void keepTimelineReadable();
   void rebuildRecentReports();
   void rememberSession(const ModelInfo& info);
   // --screenshot's companions: --panel-shots and --save-report.

@@ -147,7 +147,9 @@ QString request_details_html(const ServingResult& run, const RequestRecord& r, c
            .arg(r.cached_document_tokens)
            .arg((r.cached_document_tokens + B - 1) / B);
   if (r.repeats) h += QStringLiteral("; %1 placements repeat a document of this request (neither hit nor miss)").arg(r.repeats);
-  h += QStringLiteral(". <b>Encoded for it:</b> %1 documents.").arg(counted - r.document_hits);
+  const int encoded = counted - r.document_hits;
+  h += encoded == 1 ? QStringLiteral(". <b>Encoded for it:</b> 1 document.")
+                    : QStringLiteral(". <b>Encoded for it:</b> %1 documents.").arg(encoded);
   if (r.bytes_copied > 0) {
     h += QStringLiteral(" <b>Copied:</b> %1 KiB of KV").arg(double(r.bytes_copied) / 1024.0, 0, 'f', 0);
     if (bytes_per_block > 0) {

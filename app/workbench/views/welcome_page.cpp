@@ -107,6 +107,13 @@ void WelcomePage::refresh() {
              "a moved passage's blocks where they are; materialized must write a re-rotated copy "
              "of each. The <b>Equivalence</b> strip compares their logits step by step."));
       break;
+    case Stage::Ran:
+      explanation_->setText(
+          tr("<b>Run done:</b> below, what each policy found in its own pool and copied in the "
+             "last run (the documents in the order of <i>Documents in the prompt</i>). Reorder "
+             "them, or press <i>Reorder and re-run</i>, to see lazy reuse what materialized must "
+             "copy."));
+      break;
   }
   updateGeometry();
   Q_EMIT contentChanged();
@@ -114,8 +121,10 @@ void WelcomePage::refresh() {
 
 QSize WelcomePage::minimumSizeHint() const {
   // Dock layouts ignore height-for-width: the minimum is the wrapped text's height at this width.
+  // Not before the page is shown: until then its width is a placeholder (about 100 px), the text
+  // would wrap into a tall column, and the window would open taller than the screen to hold it.
   QSize size = QWidget::minimumSizeHint();
-  if (layout() && layout()->hasHeightForWidth() && width() > 0)
+  if (isVisible() && layout() && layout()->hasHeightForWidth() && width() > 0)
     size.setHeight(std::max(size.height(), layout()->heightForWidth(width())));
   return size;
 }

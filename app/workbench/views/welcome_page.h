@@ -11,7 +11,8 @@ namespace lazyscope::workbench {
 class WelcomePage : public QWidget {
   Q_OBJECT
  public:
-  enum class Stage { Fresh, Asked, Reordered };
+  // Ran: the last run came from the prompt's Run, not from this page.
+  enum class Stage { Fresh, Asked, Reordered, Ran };
 
   explicit WelcomePage(QWidget* parent = nullptr);
 
@@ -19,7 +20,7 @@ class WelcomePage : public QWidget {
   QPushButton* reorderButton() { return reorder_; }
   QPushButton* workloadButton() { return workload_; }
   Stage stage() const { return stage_; }
-  // Fresh: only "Ask" is enabled; Asked: "Reorder and re-run" too; Reordered: both again.
+  // Fresh: only "Ask" is enabled; Asked: "Reorder and re-run" too; Reordered, Ran: both.
   void setStage(Stage stage);
   // While a model loads or a run is in flight the buttons wait.
   void setBusy(bool busy);

@@ -215,13 +215,19 @@ void WorkloadLabPanel::buildForm(QWidget* form) {
   auto* cpu_preset = new QPushButton(tr("Small CPU run"), form);
   cpu_preset->setToolTip(tr("The default model on the CPU: 12 documents × 64 tokens, 2 per request, 10 requests, "
                             "concurrency 3, none / materialized / lazy at 24 MiB per policy"));
-  connect(cpu_preset, &QPushButton::clicked, this, [this] { setConfig(small_cpu_preset()); });
+  connect(cpu_preset, &QPushButton::clicked, this, [this] {
+    setConfig(small_cpu_preset());
+    setStatus(tr("Small CPU run: press Run (the default model on the CPU; a few minutes on a small machine)."));
+  });
   auto* trace_preset = new QPushButton(tr("Corpus trace on CPU"), form);
   trace_preset->setObjectName(QStringLiteral("workload_trace_preset"));
   trace_preset->setToolTip(tr("The default model on the CPU: the loaded corpus's first 8 questions, each with its "
                               "BM25 top-2 passages, concurrency 3, 4 output tokens, none / materialized / lazy at "
                               "64 MiB per policy"));
-  connect(trace_preset, &QPushButton::clicked, this, [this] { setConfig(corpus_trace_cpu_preset(corpus_)); });
+  connect(trace_preset, &QPushButton::clicked, this, [this] {
+    setConfig(corpus_trace_cpu_preset(corpus_));
+    setStatus(tr("Corpus trace on CPU: press Run (the default model on the CPU; a few minutes on a small machine)."));
+  });
   auto* presets = new QWidget(form);
   auto* presets_row = new QHBoxLayout(presets);
   presets_row->setContentsMargins(0, 0, 0, 0);
@@ -379,7 +385,10 @@ void WorkloadLabPanel::updateBackendFields() {
 
 void WorkloadLabPanel::setDefaultModel(const QString& path) { default_model_ = path; }
 
-void WorkloadLabPanel::applyPaperPreset() { setConfig(paper_preset()); }
+void WorkloadLabPanel::applyPaperPreset() {
+  setConfig(paper_preset());
+  if (!running_) setStatus(tr("Paper preset: press Run (accounting mode, no model: seconds)."));
+}
 
 void WorkloadLabPanel::setConfig(const WorkloadLabConfig& c) {
   backend_->setCurrentIndex(std::max(0, backend_->findData(c.backend)));
