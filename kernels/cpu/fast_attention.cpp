@@ -126,11 +126,14 @@ struct Scratch {
   std::vector<float> qrot, acc, scores, probs, row_max, row_sum;
 };
 
-// One (token, KV head): every query head of the group against the visible keys.
-template <class Ops>
+// One (token, KV head): every query head of the group against the visible keys. The query group
+// is rotated once per run of blocks with one shift, by (m - shift); each block is folded into
+// each head's online softmax. `Block` computes a block's scores and adds its weighted values
+// (the generic loops, or the register-held versions for the common head dims).
+template <class Ops, class Block>
 [[gnu::always_inline]] inline void attend_group(const PagedAttentionParams& p, const RopeTable& rope, int token,
                                                 int kv_head, int visible, Scratch& s) {
-  const int D = p.head_dim, G = p.num_heads / p.num_kv_heads;
+  const int D = Block::head_dim(p), G = p.num_heads / p.num_kv_heads;
   const float scale = 1.0f / std::sqrt(float(D));
   const int64_t m = p.q_positions[token];
   const float* q_raw = p.q + (int64_t(token) * p.num_heads + int64_t(kv_head) * G) * D;
@@ -161,11 +164,9 @@ template <class Ops>
     const float* v = p.v_pool + pool_offset(ref.block, kv_head, 0, p.num_kv_heads, p.block_size, D);
     for (int g = 0; g < G; ++g) {
       float* sc = s.scores.data();
+      Block::scores(qrot + g * D, k, take, D, sc);
       float block_max = -INFINITY;
-      for (int j = 0; j < take; ++j) {
-        sc[j] = Ops::dot(qrot + g * D, k + int64_t(j) * D, D);
-        block_max = std::max(block_max, sc[j]);
-      }
+      for (int j = 0; j < take; ++j) block_max = std::max(block_max, sc[j]);
       float* out = acc + g * D;
       if (block_max > s.row_max[g]) {
         const float correction = std::exp(s.row_max[g] - block_max);
@@ -175,7 +176,7 @@ template <class Ops>
       }
       float* pr = s.probs.data();
       s.row_sum[g] += Ops::exp_shifted(sc, pr, take, s.row_max[g]);
-      for (int j = 0; j < take; ++j) Ops::axpy(out, pr[j], v + int64_t(j) * D, D);
+      Block::add_values(out, pr, v, take, D);
     }
     seen += take;
   }
@@ -186,14 +187,26 @@ template <class Ops>
   }
 }
 
+// Any head_dim: one dot product per key, one axpy per value.
+template <class Ops>
+struct LoopBlock {
+  static int head_dim(const PagedAttentionParams& p) { return p.head_dim; }
+  [[gnu::always_inline]] static inline void scores(const float* q, const float* k, int take, int D, float* sc) {
+    for (int j = 0; j < take; ++j) sc[j] = Ops::dot(q, k + int64_t(j) * D, D);
+  }
+  [[gnu::always_inline]] static inline void add_values(float* out, const float* pr, const float* v, int take, int D) {
+    for (int j = 0; j < take; ++j) Ops::axpy(out, pr[j], v + int64_t(j) * D, D);
+  }
+};
+
 void attend_scalar(const PagedAttentionParams& p, const RopeTable& rope, int token, int kv_head, int visible,
                    Scratch& s) {
-  attend_group<ScalarOps>(p, rope, token, kv_head, visible, s);
+  attend_group<ScalarOps, LoopBlock<ScalarOps>>(p, rope, token, kv_head, visible, s);
 }
 #ifdef LAZYSCOPE_X86
 LZ_AVX512 void attend_avx512(const PagedAttentionParams& p, const RopeTable& rope, int token, int kv_head,
                              int visible, Scratch& s) {
-  attend_group<Avx512Ops>(p, rope, token, kv_head, visible, s);
+  attend_group<Avx512Ops, LoopBlock<Avx512Ops>>(p, rope, token, kv_head, visible, s);
 }
 
 // Four keys' q.k at once: the four products' lanes summed by one transpose-and-add tree.
@@ -207,91 +220,56 @@ LZ_AVX512 inline __m128 sum4(__m512 a, __m512 b, __m512 c, __m512 d) {
 }
 
 // head_dim = 16 V (V <= 8): the query and a head's output stay in registers over a block's
-// keys (the generic path reloads and stores the output for every key).
+// keys (the loop version reloads and stores the output for every key).
 template <int V>
-LZ_AVX512 void attend_avx512_regs(const PagedAttentionParams& p, const RopeTable& rope, int token, int kv_head,
+struct RegisterBlock {
+  static constexpr int kHeadDim = 16 * V;
+  static int head_dim(const PagedAttentionParams&) { return kHeadDim; }
+  LZ_AVX512 static inline void scores(const float* qg, const float* k, int take, int,
+                                                             float* sc) {
+    constexpr int D = kHeadDim;
+    __m512 q[V];
+    for (int c = 0; c < V; ++c) q[c] = _mm512_loadu_ps(qg + 16 * c);
+    int j = 0;
+    for (; j + 4 <= take; j += 4) {
+      const float* k0 = k + int64_t(j) * D;
+      __m512 a0 = _mm512_mul_ps(q[0], _mm512_loadu_ps(k0));
+      __m512 a1 = _mm512_mul_ps(q[0], _mm512_loadu_ps(k0 + D));
+      __m512 a2 = _mm512_mul_ps(q[0], _mm512_loadu_ps(k0 + 2 * D));
+      __m512 a3 = _mm512_mul_ps(q[0], _mm512_loadu_ps(k0 + 3 * D));
+      for (int c = 1; c < V; ++c) {
+        a0 = _mm512_fmadd_ps(q[c], _mm512_loadu_ps(k0 + 16 * c), a0);
+        a1 = _mm512_fmadd_ps(q[c], _mm512_loadu_ps(k0 + D + 16 * c), a1);
+        a2 = _mm512_fmadd_ps(q[c], _mm512_loadu_ps(k0 + 2 * D + 16 * c), a2);
+        a3 = _mm512_fmadd_ps(q[c], _mm512_loadu_ps(k0 + 3 * D + 16 * c), a3);
+      }
+      _mm_storeu_ps(sc + j, sum4(a0, a1, a2, a3));
+    }
+    for (; j < take; ++j) sc[j] = Avx512Ops::dot(qg, k + int64_t(j) * D, D);
+  }
+  LZ_AVX512 static inline void add_values(float* out, const float* pr, const float* v,
+                                                                 int take, int) {
+    constexpr int D = kHeadDim;
+    __m512 o[V];
+    for (int c = 0; c < V; ++c) o[c] = _mm512_loadu_ps(out + 16 * c);
+    for (int j = 0; j < take; ++j) {
+      const __m512 pj = _mm512_set1_ps(pr[j]);
+      const float* vj = v + int64_t(j) * D;
+      for (int c = 0; c < V; ++c) o[c] = _mm512_fmadd_ps(pj, _mm512_loadu_ps(vj + 16 * c), o[c]);
+    }
+    for (int c = 0; c < V; ++c) _mm512_storeu_ps(out + 16 * c, o[c]);
+  }
+};
+
+// flatten: the block steps inline into the walk (always_inline cannot cross the target attribute).
+template <int V>
+LZ_AVX512 [[gnu::flatten]] void attend_avx512_regs(const PagedAttentionParams& p, const RopeTable& rope, int token, int kv_head,
                                   int visible, Scratch& s) {
-  constexpr int D = 16 * V;
-  const int G = p.num_heads / p.num_kv_heads;
-  const float scale = 1.0f / std::sqrt(float(D));
-  const int64_t m = p.q_positions[token];
-  const float* q_raw = p.q + (int64_t(token) * p.num_heads + int64_t(kv_head) * G) * D;
-  float* qrot = s.qrot.data();
-  float* acc = s.acc.data();
-  std::fill_n(acc, G * D, 0.0f);
-  for (int g = 0; g < G; ++g) {
-    s.row_max[g] = -INFINITY;
-    s.row_sum[g] = 0.0f;
-  }
-  int seen = 0;
-  int shift = 0;
-  bool rotated = false;
-  for (int b = 0; b < p.table_len && seen < visible; ++b) {
-    const BlockRef& ref = p.table[b];
-    if (!rotated || ref.shift != shift) {
-      // A run of blocks with one shift: the query rotated once by (m - shift).
-      shift = ref.shift;
-      rotated = true;
-      std::copy(q_raw, q_raw + G * D, qrot);
-      for (int g = 0; g < G; ++g) {
-        rope.rotate(qrot + g * D, m - shift);
-        Avx512Ops::scale(qrot + g * D, scale, D);
-      }
-    }
-    const int take = std::min(ref.valid, visible - seen);
-    const float* k = p.k_pool + pool_offset(ref.block, kv_head, 0, p.num_kv_heads, p.block_size, D);
-    const float* v = p.v_pool + pool_offset(ref.block, kv_head, 0, p.num_kv_heads, p.block_size, D);
-    for (int g = 0; g < G; ++g) {
-      __m512 q[V];
-      for (int c = 0; c < V; ++c) q[c] = _mm512_loadu_ps(qrot + g * D + 16 * c);
-      float* sc = s.scores.data();
-      int j = 0;
-      for (; j + 4 <= take; j += 4) {
-        const float* k0 = k + int64_t(j) * D;
-        __m512 a0 = _mm512_mul_ps(q[0], _mm512_loadu_ps(k0));
-        __m512 a1 = _mm512_mul_ps(q[0], _mm512_loadu_ps(k0 + D));
-        __m512 a2 = _mm512_mul_ps(q[0], _mm512_loadu_ps(k0 + 2 * D));
-        __m512 a3 = _mm512_mul_ps(q[0], _mm512_loadu_ps(k0 + 3 * D));
-        for (int c = 1; c < V; ++c) {
-          a0 = _mm512_fmadd_ps(q[c], _mm512_loadu_ps(k0 + 16 * c), a0);
-          a1 = _mm512_fmadd_ps(q[c], _mm512_loadu_ps(k0 + D + 16 * c), a1);
-          a2 = _mm512_fmadd_ps(q[c], _mm512_loadu_ps(k0 + 2 * D + 16 * c), a2);
-          a3 = _mm512_fmadd_ps(q[c], _mm512_loadu_ps(k0 + 3 * D + 16 * c), a3);
-        }
-        _mm_storeu_ps(sc + j, sum4(a0, a1, a2, a3));
-      }
-      for (; j < take; ++j) sc[j] = Avx512Ops::dot(qrot + g * D, k + int64_t(j) * D, D);
-      float block_max = -INFINITY;
-      for (j = 0; j < take; ++j) block_max = std::max(block_max, sc[j]);
-      float* out = acc + g * D;
-      if (block_max > s.row_max[g]) {
-        const float correction = std::exp(s.row_max[g] - block_max);
-        s.row_sum[g] *= correction;
-        Avx512Ops::scale(out, correction, D);
-        s.row_max[g] = block_max;
-      }
-      float* pr = s.probs.data();
-      s.row_sum[g] += Avx512Ops::exp_shifted(sc, pr, take, s.row_max[g]);
-      __m512 o[V];
-      for (int c = 0; c < V; ++c) o[c] = _mm512_loadu_ps(out + 16 * c);
-      for (j = 0; j < take; ++j) {
-        const __m512 pj = _mm512_set1_ps(pr[j]);
-        const float* vj = v + int64_t(j) * D;
-        for (int c = 0; c < V; ++c) o[c] = _mm512_fmadd_ps(pj, _mm512_loadu_ps(vj + 16 * c), o[c]);
-      }
-      for (int c = 0; c < V; ++c) _mm512_storeu_ps(out + 16 * c, o[c]);
-    }
-    seen += take;
-  }
-  for (int g = 0; g < G; ++g) {
-    float* out = p.out + (int64_t(token) * p.num_heads + int64_t(kv_head) * G + g) * D;
-    const float inv = 1.0f / s.row_sum[g];
-    for (int d = 0; d < D; ++d) out[d] = acc[g * D + d] * inv;
-  }
+  attend_group<Avx512Ops, RegisterBlock<V>>(p, rope, token, kv_head, visible, s);
 }
 LZ_AVX2 void attend_avx2(const PagedAttentionParams& p, const RopeTable& rope, int token, int kv_head,
                          int visible, Scratch& s) {
-  attend_group<Avx2Ops>(p, rope, token, kv_head, visible, s);
+  attend_group<Avx2Ops, LoopBlock<Avx2Ops>>(p, rope, token, kv_head, visible, s);
 }
 #endif
 
