@@ -104,7 +104,7 @@ std::string TokenAgreement::describe() const {
 
 TokenAgreement agreement_of(const RunResult& a, const RunResult& b, const std::string& backend) {
   const EquivalenceResult r = compare_greedy_runs(a.step_logits, a.generated_ids, b.step_logits,
-                                                  b.generated_ids, logit_tolerance_for(backend));
+                                                  b.generated_ids, logit_tolerance_for(backend, a.cpu_precision));
   TokenAgreement out;
   out.identical = r.verdict == EquivalenceVerdict::Identical && a.generated_ids == b.generated_ids;
   out.near_tie = r.verdict == EquivalenceVerdict::NearTie;
@@ -344,13 +344,16 @@ nlohmann::json report_json(const EvalReport& report) {
     j["block_contains_loss_points"] = *loss;
   j["block_quality_note"] = report.block_quality_note();
   const IdentityVerdict identity = report.identity();
+  const LogitTolerance tolerance =
+      logit_tolerance_for(report.backend, report.exact_cpu() ? CpuPrecision::Exact : CpuPrecision::Fast);
   j["lazy_vs_materialized"] = {
       {"checked", identity.checked},
       {"compared", identity.compared},
       {"identical", identity.checked && identity.ok()},
       {"max_abs_logit_diff", identity.max_abs_diff},
-      {"logit_tolerance", logit_tolerance_for(report.backend).absolute},
-      {"logit_tolerance_relative", logit_tolerance_for(report.backend).relative},
+      {"logit_tolerance", tolerance.absolute},
+      {"logit_tolerance_relative", tolerance.relative},
+      {"logit_tolerance_rule", tolerance.rule},
       {"differing", identity.differing},
       {"near_ties", identity.near_ties}};
   json questions = json::array();

@@ -22,6 +22,7 @@
 #include "base/output_guard.h"
 #include "corpora/document_store.h"
 #include "corpora/evaluation_run.h"
+#include "engine/runtime/equivalence.h"
 #include "corpora/sample_corpus.h"
 #include "engine/model/model_loader.h"
 #include "engine/runtime/default_model.h"
@@ -286,14 +287,13 @@ void run_eval(const EvalArgs& args) {
   if (const std::string failure = report.identity_failure(); !failure.empty()) throw Error(failure);
   const IdentityVerdict identity = report.identity();
   if (identity.checked && !identity.ok()) {
-    std::fprintf(stderr,
-                 "note: on %s lazy and materialized differ beyond the exact near-tie rule (%s); "
-                 "%s\n",
-                 report.device.c_str(), identity.describe().c_str(),
+    const LogitTolerance rule =
+        logit_tolerance_for(report.backend, report.exact_cpu() ? CpuPrecision::Exact : CpuPrecision::Fast);
+    std::fprintf(stderr, "note: on %s lazy and materialized differ beyond the equivalence rule (%s): %s; %s\n",
+                 report.device.c_str(), rule.rule.c_str(), identity.describe().c_str(),
                  report.backend == "cpu"
-                     ? "the fast kernels quantize activations to int8, so the two policies' "
-                       "rounding differences grow; run with --cpu-precision exact for the "
-                       "identity check"
+                     ? "beyond even the fast kernels' int8 rounding bound: run with --cpu-precision exact for the "
+                       "strict identity check"
                      : "the GPU computes in bf16");
   }
   if (report.cancelled) {

@@ -111,7 +111,7 @@ void print_result(const RunResult& r) {
 // nothing after it. Returns true when the runs are different.
 bool print_comparison(const RunResult& a, const RunResult& b) {
   const EquivalenceResult eq = compare_greedy_runs(a.step_logits, a.generated_ids, b.step_logits, b.generated_ids,
-                                                   logit_tolerance_for(a.backend));
+                                                   logit_tolerance_for(a.backend, a.cpu_precision));
   std::printf("\nstep  %-14s %-14s  max|dlogit|  argmax\n", a.policy.c_str(), b.policy.c_str());
   for (const StepComparison& s : eq.steps) {
     if (!s.tokens_differ()) {
@@ -128,6 +128,10 @@ bool print_comparison(const RunResult& a, const RunResult& b) {
                         : eq.verdict == EquivalenceVerdict::NearTie ? "equivalent up to a near-tie"
                                                                     : "DIFFERENT";
   std::printf("\n%s: %s\n", verdict, eq.explanation.c_str());
+  std::printf("rule: %s%s\n", eq.rule.c_str(),
+              a.backend == "cpu" && a.cpu_precision == CpuPrecision::Fast
+                  ? " (peak = the step's largest |logit|; --cpu-precision exact checks the strict 1e-4)"
+                  : "");
   return eq.verdict == EquivalenceVerdict::Different;
 }
 

@@ -43,18 +43,18 @@ int EquivalenceReport::first_mismatch() const {
 QString EquivalenceReport::summary() const {
   if (steps.empty())
     return QStringLiteral("no steps to compare yet: run %1 and %2").arg(key_a, key_b);
-  const QString worst = QString::number(double(max_abs_diff()), 'e', 1);
+  const QString worst = QString::number(double(max_abs_diff()), 'g', 2);
   QString text;
   switch (verdict) {
     case EquivalenceVerdict::Identical:
-      text = QStringLiteral("%1 vs %2: identical over %3 tokens, max |Δ| %4")
+      text = QStringLiteral("%1 vs %2: identical over %3 tokens, max |Δ| %4 within the bound")
                  .arg(key_a, key_b)
                  .arg(int(steps.size()))
                  .arg(worst);
       break;
     case EquivalenceVerdict::NearTie:
       text = QStringLiteral("%1 vs %2: identical for %3 tokens, then a near-tie at step %4 "
-                            "(both runs had the two tokens within rounding), max |Δ| %5; "
+                            "(both runs had the two tokens within the bound), max |Δ| %5; "
                             "%6 later steps not compared")
                  .arg(key_a, key_b)
                  .arg(first_mismatch())
@@ -72,6 +72,11 @@ QString EquivalenceReport::summary() const {
                 .arg(tokens_a)
                 .arg(key_b)
                 .arg(tokens_b);
+  if (!rule.isEmpty()) {
+    text += QStringLiteral(". Rule: %1").arg(rule);
+    if (bound_scales) text += QStringLiteral(" (peak = the step's largest |logit|)");
+    if (fast_cpu) text += QStringLiteral("; --cpu-precision exact checks the strict 1e-4");
+  }
   return text;
 }
 

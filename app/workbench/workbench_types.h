@@ -70,6 +70,7 @@ struct TokenCandidate {
 struct EquivalenceStep {
   int step = 0;
   float max_abs_diff = 0.0f;
+  float tolerance = 1e-4f;  // the rule's rounding bound at this step
   int argmax_a = -1;
   int argmax_b = -1;
   std::vector<TokenCandidate> top_a, top_b;
@@ -85,6 +86,9 @@ struct EquivalenceReport {
   bool same_tokens = true;             // generated ids identical over the shorter run
   EquivalenceVerdict verdict = EquivalenceVerdict::Identical;
   QString explanation;                 // the rule's sentence: where and why
+  QString rule;                        // the bound that applied, e.g. "exact CPU (fp32): 1e-4"
+  bool bound_scales = false;           // the bound grows with the logits (fast CPU, GPU)
+  bool fast_cpu = false;               // the fast CPU's bound: exact precision checks the strict 1e-4
   float max_abs_diff() const;
   int mismatches() const;
   int first_mismatch() const;  // -1 when none

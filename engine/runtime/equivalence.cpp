@@ -23,9 +23,13 @@ std::string format(const char* pattern, double a, double b = 0.0, double c = 0.0
 
 }  // namespace
 
-LogitTolerance logit_tolerance_for(const std::string& backend) {
-  if (backend == "cpu") return LogitTolerance{1e-4, 0.0};
-  return LogitTolerance{1e-3, 1.0 / 64.0};
+LogitTolerance logit_tolerance_for(const std::string& backend, CpuPrecision precision) {
+  if (backend == "cpu" && precision == CpuPrecision::Exact) return LogitTolerance{1e-4, 0.0, "exact CPU (fp32): 1e-4"};
+  if (backend == "cpu") {
+    return LogitTolerance{1e-4, 2.0 * kFastCpuRounding,
+                          format("fast CPU (int8 activations): 1e-4 + peak/%.0f", 1.0 / (2.0 * kFastCpuRounding))};
+  }
+  return LogitTolerance{1e-3, 1.0 / 64.0, "GPU (bf16): 1e-3 + peak/64"};
 }
 
 const char* to_string(EquivalenceVerdict verdict) {
@@ -45,6 +49,7 @@ EquivalenceResult compare_greedy_runs(const std::vector<std::vector<float>>& log
                                       const std::vector<std::vector<float>>& logits_b,
                                       const std::vector<int32_t>& tokens_b, const LogitTolerance& tolerance) {
   EquivalenceResult result;
+  result.rule = tolerance.rule;
   const std::size_t steps = std::min(logits_a.size(), logits_b.size());
   int beyond_rounding_step = -1;  // first step whose logits differ by more than the bound
   for (std::size_t i = 0; i < steps; ++i) {

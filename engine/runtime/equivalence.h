@@ -8,18 +8,33 @@
 #include <string>
 #include <vector>
 
+#include "kernels/backend.h"
+
 namespace lazyscope {
 
 // How far two runs' logits may differ and still be "the same up to rounding": at a step whose
-// largest |logit| (over both runs) is `peak`, the bound is absolute + relative * peak.
+// largest |logit| (over both runs) is `peak`, the bound is absolute + relative * peak. `rule`
+// names the bound and where it comes from, for whoever shows a verdict.
 struct LogitTolerance {
   double absolute = 1e-4;
   double relative = 0.0;
+  std::string rule = "exact CPU (fp32): 1e-4";
   double at(double peak) const { return absolute + relative * peak; }
 };
-// fp32 on the CPU: 1e-4 absolute (the CPU backend's contract). bf16 on a GPU: 1/64 of the
-// largest logit (bf16 keeps 8 significant bits; a few roundings on the way).
-LogitTolerance logit_tolerance_for(const std::string& backend);
+
+// The fast CPU mode's own rounding, measured by bench_cpu_numerics over the sample questions
+// (docs/cpu_backend.md): a fast run's logits stay within this fraction of the step's largest
+// |logit| of the exact run's (its int8 activations). Largest measured 0.0825 (40 questions, both
+// policies, 24 tokens each), rounded up to 0.1.
+inline constexpr double kFastCpuRounding = 0.1;
+
+// The bound for two runs of one backend and precision:
+// - the exact CPU (fp32): 1e-4 absolute, the CPU backend's contract (docs/design: equivalence);
+// - the fast CPU: 1e-4 + 2 * kFastCpuRounding * peak, since each of the two fast runs is within
+//   kFastCpuRounding * peak of its exact counterpart, and the two exact runs within 1e-4;
+// - bf16 on a GPU: 1e-3 + peak / 64 (bf16 keeps 8 significant bits; a few roundings on the way).
+// `precision` matters only on the CPU.
+LogitTolerance logit_tolerance_for(const std::string& backend, CpuPrecision precision);
 
 enum class EquivalenceVerdict { Identical, NearTie, Different };
 const char* to_string(EquivalenceVerdict verdict);
@@ -41,6 +56,7 @@ struct EquivalenceResult {
   int first_divergent_step = -1;      // -1: the greedy tokens agree over every compared step
   int uncompared_steps = 0;           // steps after the divergence (not compared)
   std::string explanation;            // one sentence: the verdict and why
+  std::string rule;                   // the bound that applied (LogitTolerance::rule)
 };
 
 // `logits_x[i]` are run x's logits before generated token i; `tokens_x[i]` its greedy token

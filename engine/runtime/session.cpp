@@ -112,6 +112,7 @@ struct Session::Impl {
   EventSink* sink = nullptr;
   bool synthetic = false;  // no tokenizer: requests must carry ids
   std::string note;        // why the backend differs from the one asked for
+  CpuPrecision cpu_precision = CpuPrecision::Exact;  // the CPU backend's arithmetic (Exact on a GPU)
   std::string decode(const std::vector<int32_t>& ids) const {
     if (!synthetic) return model.tokenizer.decode(ids);
     std::string out;
@@ -165,6 +166,7 @@ Session::Session(const SessionOptions& options, EventSink* sink, const ProgressF
     if (progress) progress(0.95, "uploading weights to " + impl_->backend->name());
     impl_->backend->load(impl_->model.config.shape, impl_->model.weights.view());
   }
+  if (impl_->backend->name() == "cpu") impl_->cpu_precision = options.cpu_precision;
   if (options.block_size < 1 || options.block_size > 1024) {
     throw Error("block size must be between 1 and 1024 tokens");
   }
@@ -295,6 +297,7 @@ RunResult Session::submit(const PreparedRequest& prepared, const RunOptions& opt
   result.mode = to_string(options.mode);
   result.policy = to_string(options.policy);
   result.backend = im.backend->name();
+  result.cpu_precision = im.cpu_precision;
   result.prompt_tokens = layout.total_tokens();
   result.prompt_ids = prompt_ids(layout);
   auto cancelled = [&] { return options.cancel && options.cancel->load(); };

@@ -63,6 +63,7 @@ struct RunOptions {
 
 struct RunResult {
   std::string mode, policy, backend;
+  CpuPrecision cpu_precision = CpuPrecision::Exact;  // what a CPU backend computed with (for the equivalence rule)
   int prompt_tokens = 0;
   std::vector<int32_t> prompt_ids;              // prefix, documents in placement order, query
   std::vector<float> prompt_last_logits;

@@ -41,16 +41,21 @@ EquivalenceReport compare_runs(const RunResult& a, const RunResult& b,
   report.same_tokens =
       std::equal(a.generated_ids.begin(), a.generated_ids.begin() + long(shared_tokens),
                  b.generated_ids.begin());
+  const LogitTolerance tolerance = logit_tolerance_for(a.backend, a.cpu_precision);
   const EquivalenceResult rule = compare_greedy_runs(a.step_logits, a.generated_ids, b.step_logits,
-                                                     b.generated_ids, logit_tolerance_for(a.backend));
+                                                     b.generated_ids, tolerance);
   report.verdict = rule.verdict;
   report.explanation = QString::fromStdString(rule.explanation);
+  report.rule = QString::fromStdString(rule.rule);
+  report.bound_scales = tolerance.relative > 0.0;
+  report.fast_cpu = a.backend == "cpu" && a.cpu_precision == CpuPrecision::Fast;
   report.uncompared_steps = rule.uncompared_steps;
   for (const StepComparison& compared : rule.steps) {
     const size_t s = size_t(compared.step);
     EquivalenceStep step;
     step.step = compared.step;
     step.max_abs_diff = float(compared.max_abs_diff);
+    step.tolerance = float(compared.tolerance);
     step.top_a = top_candidates(a.step_logits[s], token_text, top_k);
     step.top_b = top_candidates(b.step_logits[s], token_text, top_k);
     step.argmax_a = compared.token_a;
@@ -106,9 +111,10 @@ QString EquivalenceModel::tooltip(int row) const {
   if (row < 0 || row >= rowCount()) return {};
   const EquivalenceStep& step = report_.steps[size_t(row)];
   QString html =
-      QStringLiteral("<b>step %1</b> &nbsp; max |Δlogit| = %2%3<br><table cellspacing=4>")
+      QStringLiteral("<b>step %1</b> &nbsp; max |Δlogit| = %2 (bound %3)%4<br><table cellspacing=4>")
           .arg(step.step)
           .arg(double(step.max_abs_diff), 0, 'e', 2)
+          .arg(double(step.tolerance), 0, 'g', 3)
           .arg(step.mismatch() ? QStringLiteral(" &nbsp;<b style='color:#c00'>argmax differs</b>")
                                : QString());
   html += QStringLiteral(

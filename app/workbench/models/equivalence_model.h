@@ -12,7 +12,7 @@ using TokenTextFn = std::function<QString(int32_t)>;
 
 // Compares step_logits of `a` and `b` by the engine's rule (max |Δ| per step while the greedy
 // tokens agree, a near-tie or a difference at the first flip, nothing after it), with the top-5
-// of each run at every compared step. The rounding bound follows a's backend.
+// of each run at every compared step. The rounding bound follows a's backend and CPU precision.
 EquivalenceReport compare_runs(const RunResult& a, const RunResult& b,
                                const TokenTextFn& token_text, int top_k = 5);
 

@@ -24,18 +24,38 @@ QFont scaled_font(const QFont& base, double factor) {
   return f;
 }
 
-// A colour bar from 1e-7 to 1e-1 with labels, so the strip's colours read as numbers.
+}  // namespace
+
+// The colour bar with labels, so the strip's colours read as numbers: absolute |Δlogit| for a
+// fixed bound (1e-7 … 1e-1 around the exact CPU's 1e-4), multiples of the bound where the
+// bound grows with the logits (the fast CPU, the GPU).
+
 class DifferenceScale : public QWidget {
  public:
   using QWidget::QWidget;
+  void setBound(double absolute_bound, bool scales) {
+    labels_.clear();
+    if (scales) {
+      labels_ << QStringLiteral("≤1/1000") << QStringLiteral("1/10") << QStringLiteral("10×")
+              << QStringLiteral("≥1000×");
+    } else {
+      for (int i = 0; i < 4; ++i) {  // 1/1000, 1/10, 10 and 1000 times the bound
+        const QString edge = i == 0 ? QStringLiteral("≤") : i == 3 ? QStringLiteral("≥") : QString();
+        labels_ << edge + QString::number(absolute_bound * std::pow(10.0, -3.0 + 2.0 * i), 'g', 1);
+      }
+    }
+    bound_ = absolute_bound;
+    updateGeometry();
+    update();
+  }
   // Room for the bar and a line of labels, in the labels' own font (any scale, any font size).
   QSize sizeHint() const override {
     const QFontMetrics m(scaled_font(font(), 0.85));
-    return {m.horizontalAdvance(QStringLiteral("≤1e-7  1e-5  1e-3  ≥1e-1")) * 3 / 2, 14 + m.height()};
+    return {m.horizontalAdvance(labels_.join(QStringLiteral("  "))) * 3 / 2, 14 + m.height()};
   }
   QSize minimumSizeHint() const override {
     const QFontMetrics m(scaled_font(font(), 0.85));
-    return {m.horizontalAdvance(QStringLiteral("≤1e-7 1e-5 1e-3 ≥1e-1")) + 8, 14 + m.height()};
+    return {m.horizontalAdvance(labels_.join(QStringLiteral(" "))) + 8, 14 + m.height()};
   }
 
  protected:
@@ -43,36 +63,38 @@ class DifferenceScale : public QWidget {
     QPainter p(this);
     const QRect bar(4, 2, width() - 8, 10);
     for (int x = 0; x < bar.width(); ++x) {
-      const double exponent = -7.0 + 6.0 * x / std::max(1, bar.width() - 1);
-      p.setPen(difference_color(std::pow(10.0, exponent)));
+      const double decades = -3.0 + 6.0 * x / std::max(1, bar.width() - 1);
+      p.setPen(difference_color(bound_ * std::pow(10.0, decades), bound_));
       p.drawLine(bar.left() + x, bar.top(), bar.left() + x, bar.bottom());
     }
     p.setPen(palette().color(QPalette::WindowText));
     p.setFont(scaled_font(font(), 0.85));
-    const char* labels[] = {"≤1e-7", "1e-5", "1e-3", "≥1e-1"};  // at 0, 1/3, 2/3, 1 of the bar
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < int(labels_.size()); ++i) {  // at 0, 1/3, 2/3, 1 of the bar
       const int x = bar.left() + i * (bar.width() - 1) / 3;
-      const QString text = QString::fromUtf8(labels[i]);
-      const int w = p.fontMetrics().horizontalAdvance(text);
+      const int w = p.fontMetrics().horizontalAdvance(labels_[i]);
       p.drawText(std::clamp(x - w / 2, 0, width() - w), bar.bottom() + p.fontMetrics().ascent() + 2,
-                 text);
+                 labels_[i]);
     }
   }
+
+ private:
+  double bound_ = 1e-4;
+  QStringList labels_ = {QStringLiteral("≤1e-07"), QStringLiteral("1e-05"), QStringLiteral("0.001"),
+                         QStringLiteral("≥0.1")};
 };
 
-}  // namespace
-
-QColor difference_color(double max_abs_diff) {
+QColor difference_color(double max_abs_diff, double bound) {
   if (!std::isfinite(max_abs_diff)) return QColor(120, 0, 0);
+  if (!(bound > 0.0)) bound = 1e-4;
+  // The bound sits at -4 on the scale below (the exact CPU's 1e-4).
   const double exponent =
-      max_abs_diff <= 0 ? -7.0 : std::clamp(std::log10(max_abs_diff), -7.0, -1.0);
+      max_abs_diff <= 0 ? -7.0 : std::clamp(std::log10(max_abs_diff / bound) - 4.0, -7.0, -1.0);
   auto mix = [](const QColor& a, const QColor& b, double s) {
     return QColor(int(a.red() + (b.red() - a.red()) * s),
                   int(a.green() + (b.green() - a.green()) * s),
                   int(a.blue() + (b.blue() - a.blue()) * s));
   };
-  // Up to 1e-4 (the fp32 tolerance, docs/design.md) stays green, darker the closer to bit-identical;
-  // beyond it yellow, then red at 1e-1.
+  // Up to the bound stays green, darker the closer to bit-identical; beyond it yellow, then red.
   const QColor dark_green(30, 130, 55), light_green(120, 200, 90), yellow(240, 200, 40),
       red(215, 40, 40);
   if (exponent <= -4.0) return mix(dark_green, light_green, (exponent + 7.0) / 3.0);
@@ -142,7 +164,7 @@ void EquivalenceStrip::paintEvent(QPaintEvent* event) {
       continue;
     }
     const EquivalenceStep& step = steps[size_t(i)];
-    p.fillRect(cell, difference_color(step.max_abs_diff));
+    p.fillRect(cell, difference_color(step.max_abs_diff, step.tolerance));
     if (step.mismatch() && near_tie) {
       // A near-tie flip: both runs had the two tokens within rounding. An amber frame, no cross.
       p.setPen(QPen(QColor(230, 140, 0), 3));
@@ -185,8 +207,10 @@ EquivalenceView::EquivalenceView(QWidget* parent) : QWidget(parent) {
   f.setPointSizeF(f.pointSizeF() * 1.1);
   summary_->setFont(f);
   top->addWidget(summary_, 1);
-  top->addWidget(new QLabel(tr("|Δlogit|:"), this));
-  top->addWidget(new DifferenceScale(this));
+  scale_label_ = new QLabel(tr("|Δlogit|:"), this);
+  top->addWidget(scale_label_);
+  scale_ = new DifferenceScale(this);
+  top->addWidget(scale_);
   layout->addLayout(top);
   strip_ = new EquivalenceStrip(&model_, this);
   layout->addWidget(strip_);
@@ -217,6 +241,11 @@ void EquivalenceView::refresh() {
     }
   }
   summary_->setText(mark + model_.summary());
+  // The scale follows the rule: multiples of the bound where it grows with the logits.
+  double bound = 1e-4;
+  if (!report.steps.empty()) bound = double(report.steps.front().tolerance);
+  scale_->setBound(bound, report.bound_scales);
+  scale_label_->setText(report.bound_scales ? tr("|Δlogit| / bound:") : tr("|Δlogit|:"));
   summary_->setToolTip(report.explanation);
   summary_->setStyleSheet(style);
   updateGeometry();

@@ -9,8 +9,12 @@ class QLabel;
 
 namespace lazyscope::workbench {
 
-// Green (bit-identical) through yellow to red (|Δ| ≥ 0.1) on a log scale.
-QColor difference_color(double max_abs_diff);
+// On a log scale relative to the rule's rounding bound: green up to the bound (darker the closer
+// to bit-identical, from 1/1000 of it), then yellow, red from 1000 times the bound. With the
+// exact CPU's 1e-4 that is green to 1e-4 and red from 0.1.
+QColor difference_color(double max_abs_diff, double bound = 1e-4);
+
+class DifferenceScale;
 
 class EquivalenceStrip : public QWidget {
   Q_OBJECT
@@ -47,6 +51,8 @@ class EquivalenceView : public QWidget {
   EquivalenceModel model_;
   QLabel* summary_ = nullptr;
   EquivalenceStrip* strip_ = nullptr;
+  QLabel* scale_label_ = nullptr;
+  DifferenceScale* scale_ = nullptr;
 };
 
 }  // namespace lazyscope::workbench

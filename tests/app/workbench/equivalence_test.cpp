@@ -18,6 +18,7 @@ RunResult run(const std::string& policy, std::vector<std::vector<float>> logits,
               std::vector<int32_t> ids) {
   RunResult r;
   r.policy = policy;
+  r.backend = "cpu";  // the exact CPU's 1e-4 unless a test says otherwise
   r.step_logits = std::move(logits);
   r.generated_ids = std::move(ids);
   return r;
@@ -42,7 +43,8 @@ TEST(CompareRuns, IdenticalRunsSayIdentical) {
   EXPECT_EQ(report.mismatches(), 0);
   EXPECT_NEAR(report.max_abs_diff(), 3.1e-6, 5e-7);
   EXPECT_EQ(report.summary(),
-            QStringLiteral("lazy vs materialized: identical over 64 tokens, max |Δ| 3.1e-06"));
+            QStringLiteral("lazy vs materialized: identical over 64 tokens, max |Δ| 3.1e-06 within the bound. "
+                           "Rule: exact CPU (fp32): 1e-4"));
 }
 
 TEST(CompareRuns, AFlipBeyondRoundingIsDifferentAndStopsTheComparison) {
@@ -121,6 +123,84 @@ TEST(DifferenceColour, GreenWhenIdenticalRedWhenLarge) {
   EXPECT_GT(difference_color(0.0).green(), difference_color(0.0).red());
   EXPECT_GT(difference_color(1.0).red(), difference_color(1.0).green());
   EXPECT_EQ(difference_color(1e-9).rgb(), difference_color(0.0).rgb());
+  // Relative to the rule's bound: 1.0 under a bound of 4 is as green as 2.5e-5 under 1e-4.
+  EXPECT_EQ(difference_color(1.0, 4.0).rgb(), difference_color(2.5e-5).rgb());
+  EXPECT_GT(difference_color(1.0, 4.0).green(), difference_color(1.0, 4.0).red());
+  EXPECT_GT(difference_color(4000.0, 4.0).red(), difference_color(4000.0, 4.0).green());
+}
+
+// Logits the size of the default model's (around 30) with the fast kernels' int8 noise.
+std::vector<std::vector<float>> fast_sized(float first, float second, int steps) {
+  std::vector<std::vector<float>> out;
+  for (int s = 0; s < steps; ++s) out.push_back({first, second, 3.0f, -8.0f});
+  return out;
+}
+
+RunResult fast_cpu(RunResult r) {
+  r.cpu_precision = CpuPrecision::Fast;
+  return r;
+}
+
+TEST(CompareRuns, FastCpuNoiseWithinItsBoundIsIdenticalAndNamesTheRule) {
+  // The same tokens, logits 1.0 apart: int8-sized, within the fast CPU's bound at a peak of 30.
+  const RunResult lazy = fast_cpu(run("lazy", fast_sized(30.0f, 20.0f, 6), {0, 0, 0, 0, 0, 0}));
+  const RunResult materialized = fast_cpu(run("materialized", fast_sized(29.0f, 20.0f, 6), {0, 0, 0, 0, 0, 0}));
+  const EquivalenceReport report = compare_runs(lazy, materialized, token);
+  EXPECT_EQ(report.verdict, EquivalenceVerdict::Identical) << report.summary().toStdString();
+  EXPECT_TRUE(report.fast_cpu);
+  EXPECT_TRUE(report.bound_scales);
+  EXPECT_TRUE(report.summary().contains("fast CPU")) << report.summary().toStdString();
+  EXPECT_TRUE(report.summary().contains("--cpu-precision exact")) << report.summary().toStdString();
+  // The exact CPU's rule calls the same logits different.
+  EXPECT_EQ(compare_runs(run("lazy", fast_sized(30.0f, 20.0f, 6), {0, 0, 0, 0, 0, 0}),
+                         run("materialized", fast_sized(29.0f, 20.0f, 6), {0, 0, 0, 0, 0, 0}), token)
+                .verdict,
+            EquivalenceVerdict::Different);
+
+  // The strip is green for it, not red; the summary is the green verdict.
+  EquivalenceView view;
+  view.resize(800, 120);
+  view.show();
+  view.model()->setReport(report);
+  QApplication::processEvents();
+  auto* strip = view.findChild<EquivalenceStrip*>();
+  ASSERT_NE(strip, nullptr);
+  const QImage image = strip->grab().toImage();
+  const QColor cell(image.pixel(strip->cellRect(2).center()));
+  EXPECT_EQ(cell.rgb(), difference_color(1.0, double(report.steps[2].tolerance)).rgb());
+  EXPECT_GT(cell.green(), cell.red());
+  EXPECT_TRUE(view.summaryText().contains("identical over 6 tokens"));
+  EXPECT_FALSE(view.summaryText().contains("DIFFERENT"));
+}
+
+TEST(CompareRuns, FastCpuFlipAtANearTieIsAmberAndBeyondTheBoundIsDifferent) {
+  auto a = fast_sized(30.0f, 20.0f, 3), b = fast_sized(29.2f, 20.0f, 3);
+  a[1] = {29.6f, 29.3f, 3.0f, -8.0f};  // lazy picks 0 by 0.3
+  b[1] = {29.1f, 29.5f, 3.0f, -8.0f};  // materialized picks 1 by 0.4
+  const EquivalenceReport tie =
+      compare_runs(fast_cpu(run("lazy", a, {0, 0, 0})), fast_cpu(run("materialized", b, {0, 1, 0})), token);
+  EXPECT_EQ(tie.verdict, EquivalenceVerdict::NearTie) << tie.explanation.toStdString();
+  EXPECT_TRUE(tie.summary().contains("near-tie at step 1")) << tie.summary().toStdString();
+  EXPECT_TRUE(tie.summary().contains("fast CPU")) << tie.summary().toStdString();
+
+  EquivalenceView view;
+  view.resize(800, 120);
+  view.show();
+  view.model()->setReport(tie);
+  QApplication::processEvents();
+  auto* strip = view.findChild<EquivalenceStrip*>();
+  ASSERT_NE(strip, nullptr);
+  const QImage image = strip->grab().toImage();
+  const QRect flip = strip->cellRect(1);
+  EXPECT_EQ(QColor(image.pixel(flip.topLeft() + QPoint(2, flip.height() / 2))).rgb(), QColor(230, 140, 0).rgb());
+
+  // Logits 20 apart (a different computation) are different under the fast bound too.
+  auto c = fast_sized(30.0f, 20.0f, 3), d = fast_sized(30.0f, 20.0f, 3);
+  d[1] = {30.0f, 5.0f, 3.0f, -8.0f};
+  const EquivalenceReport apart =
+      compare_runs(fast_cpu(run("lazy", c, {0, 0, 0})), fast_cpu(run("materialized", d, {0, 0, 0})), token);
+  EXPECT_EQ(apart.verdict, EquivalenceVerdict::Different);
+  EXPECT_TRUE(apart.summary().contains("DIFFERENT")) << apart.summary().toStdString();
 }
 
 }  // namespace
