@@ -59,6 +59,24 @@ const RequestFinishedEvent* find_policy(const std::vector<RequestFinishedEvent>&
   return nullptr;
 }
 
+// A first start (no saved layout) opens at the window's own size: nothing may force it taller
+// when it is first shown (the strip's text wrapped at a not-yet-shown width did: 1600x1703, the
+// status bar below a 1200-pixel screen), and the bottom tab group (evaluation, overhead) must
+// not claim so much height that the prompt's output columns shrink to a few lines.
+TEST(Welcome, FirstStartOpensAtItsOwnSize) {
+  WorkbenchOptions options = test_options();
+  MainWindow window(options);
+  window.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
+  QApplication::processEvents();
+  EXPECT_EQ(window.size(), QSize(1600, 1000)) << "minimum " << window.minimumSizeHint().height();
+  for (const char* name : {"dock_evaluation", "dock_overhead", "dock_timeline"}) {
+    auto* dock = window.findChild<QDockWidget*>(QString::fromLatin1(name));
+    ASSERT_NE(dock, nullptr) << name;
+    EXPECT_LT(dock->minimumSizeHint().height(), window.height() / 5) << name;
+  }
+}
+
 TEST(Welcome, ThreeClicksLeadToAnHonestReorderedRerun) {
   MainWindow window(test_options());
   window.resize(1600, 1000);
