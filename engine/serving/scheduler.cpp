@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdio>
 #include <deque>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <unordered_set>
 
@@ -181,6 +183,20 @@ ServingResult run_scheduler(const Workload& workload, KvCacheManager& cache, Ste
     reserved_total -= l.reserved;
     l.reserved = 0;
   };
+  // A run that throws (the machine failed, an observer threw, a request cannot fit) still returns
+  // every block its requests hold: the cache may outlive the run (a Session's pool).
+  struct ReleaseOnThrow {
+    std::function<void()> release_all;
+    int exceptions = std::uncaught_exceptions();
+    ~ReleaseOnThrow() {
+      if (std::uncaught_exceptions() > exceptions) release_all();
+    }
+  } release_on_throw{[&] {
+    while (!live.empty()) {
+      release(*live.back(), false);
+      live.pop_back();
+    }
+  }};
   auto preempt_newest = [&] {
     Live& victim = *live.back();
     release(victim, false);
