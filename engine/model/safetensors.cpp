@@ -338,7 +338,15 @@ SafetensorsCheckpoint SafetensorsCheckpoint::open_index(const std::filesystem::p
     auto found = opened.find(shard);
     if (found == opened.end()) {
       std::filesystem::path shard_path = dir / rel;
-      if (!std::filesystem::exists(shard_path)) {
+      // The error_code form: a name the file system refuses (longer than a file name may be,
+      // say) is this file's error, not a std::filesystem exception.
+      std::error_code ec;
+      const bool present = std::filesystem::exists(shard_path, ec);
+      if (ec) {
+        throw Error(src + ": tensor '" + it.key() + "' is mapped to shard '" + shard +
+                    "', which cannot be read (" + ec.message() + ")");
+      }
+      if (!present) {
         throw Error(src + ": tensor '" + it.key() + "' is mapped to shard '" + shard +
                     "', which does not exist (" + shard_path.string() + ")");
       }
