@@ -16,7 +16,9 @@ seed() { mkdir -p "$out/$1"; cat > "$out/$1/$2"; }
 "$cli" make-model --preset tiny --out "$work/tiny" > /dev/null
 mkdir -p "$out/fuzz_config" "$out/fuzz_tokenizer" "$out/fuzz_safetensors"
 cp "$work/tiny/config.json" "$out/fuzz_config/tiny.json"
-cp "$work/tiny/tokenizer.json" "$out/fuzz_tokenizer/tiny.json"
+# The tokenizer seed keeps every section of the tiny model's tokenizer.json but only the
+# vocabulary and merges of the target's fixed text (fuzz/small_seeds.py): 4 KB instead of 15 KB.
+"$python" "$root/fuzz/small_seeds.py" tokenizer "$work/tiny/tokenizer.json" "$out/fuzz_tokenizer/tiny.json"
 seed fuzz_config llama3_rope.json <<'J'
 {"architectures":["LlamaForCausalLM"],"hidden_size":64,"intermediate_size":128,"num_attention_heads":4,
  "num_key_value_heads":2,"num_hidden_layers":2,"vocab_size":512,"max_position_embeddings":2048,
@@ -47,13 +49,10 @@ seed fuzz_safetensors_index good.json <<'J'
  "model.norm.weight":"model-00002-of-00002.safetensors"}}
 J
 
-# GGUF: the test fixtures' tiny Llama and the quantized-tensor file.
-mkdir -p "$work/ref"
-"$python" "$root/tests/engine/model/gguf_fixtures.py" llama "$work/tiny.gguf" "$work/ref" > /dev/null
-"$python" "$root/tests/engine/model/gguf_fixtures.py" quants "$work/quants.gguf" > /dev/null
+# GGUF: a one-layer Llama with 32-wide tensors and one small tensor of every quant type
+# (fuzz/small_seeds.py; 21 KB in all, where the test fixtures' files are 480 KB).
 mkdir -p "$out/fuzz_gguf"
-cp "$work/tiny.gguf" "$out/fuzz_gguf/tiny_llama.gguf"
-cp "$work/quants.gguf" "$out/fuzz_gguf/quants.gguf"
+"$python" "$root/fuzz/small_seeds.py" gguf "$out/fuzz_gguf/tiny_llama.gguf" "$out/fuzz_gguf/quants.gguf"
 
 # Requests, both forms.
 seed fuzz_request text.json <<'J'
@@ -96,11 +95,15 @@ head -n 12 "$root/corpora/sample/passages.jsonl" > "$work/small.jsonl"
 mkdir -p "$out/fuzz_corpus_store"
 cp "$work/store.db" "$out/fuzz_corpus_store/sample.db"
 
-# A session report of a short synthetic run.
+# Session reports: a short synthetic run of two requests, and a workload run (its workload_*
+# tables are what the workbench's Workload Lab reads back).
 echo '{"prefix_ids":[1,2,3],"document_ids":[[10,11,12,13],[20,21,22]],"order":[1,0],"query_ids":[30,31],"max_new_tokens":3}' > "$work/req.json"
 "$cli" generate --synthetic tiny --request "$work/req.json" --compare lazy,materialized --record "$work/s.db" > /dev/null 2>&1
+"$cli" workload --shape tiny --documents 4 --doc-tokens 20 --docs-per-request 2 --requests 3 --concurrency 2 \
+  --output-tokens 2 --policies none,lazy --kv-budget 64MiB --record "$work/w.db" > /dev/null
 mkdir -p "$out/fuzz_session_report"
 cp "$work/s.db" "$out/fuzz_session_report/tiny.db"
+cp "$work/w.db" "$out/fuzz_session_report/workload.db"
 
 # Command lines, one argument per line.
 seed fuzz_cli cache_demo.txt <<'J'
