@@ -4,7 +4,8 @@
 # a loader shows. Needs scripts/setup.sh to have run (clang, libclang-rt-14-dev).
 #   FUZZ_SECONDS: seconds per fuzz target (default 4); 0 skips fuzzing.
 #   SANITIZE_GUI: ON also builds and tests the workbench (default OFF, see below).
-# Prints how long the build, the tests and the fuzzing took.
+# Prints how long the build, the tests and the fuzzing took: wall seconds and the CPU seconds of
+# everything they ran (on a busy machine the CPU time says what the part costs on idle cores).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -20,18 +21,29 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
 export LSAN_OPTIONS="suppressions=$root/scripts/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+# cpu=CPU seconds (user + system) of every finished child of this shell so far. `times` runs in
+# this shell (a subshell's children are not ours), its output through a file.
+times_file=$(mktemp)
+trap 'rm -f "$times_file"' EXIT
+child_cpu() {
+  times > "$times_file"
+  cpu=$(tail -1 "$times_file" | awk '{ t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } printf "%d", t }')
+}
+child_cpu; c0=$cpu
 t0=$SECONDS
 cmake --build build-asan -j "$(nproc)"
-echo "sanitized build: $((SECONDS - t0)) s"
+child_cpu; echo "sanitized build: $((SECONDS - t0)) s (CPU $((cpu - c0)) s)"
+child_cpu; c0=$cpu
 t0=$SECONDS
 export QT_QPA_PLATFORM="${QT_QPA_PLATFORM:-offscreen}"
 ctest --test-dir build-asan --output-on-failure -j "$(nproc)"
-echo "sanitized tests: $((SECONDS - t0)) s"
+child_cpu; echo "sanitized tests: $((SECONDS - t0)) s (CPU $((cpu - c0)) s)"
 seconds="${FUZZ_SECONDS:-4}"
 if ((seconds > 0)); then
   LAZYSCOPE_PYTHON="$python" fuzz/make_seeds.sh build-asan/app/lazyscope-cli build-asan/fuzz-seeds
   rm -rf build-asan/fuzz-work
+  child_cpu; c0=$cpu
   t0=$SECONDS
   fuzz/run.sh build-asan build-asan/fuzz-seeds build-asan/fuzz-work "$seconds"
-  echo "brief fuzzing: $((SECONDS - t0)) s"
+  child_cpu; echo "brief fuzzing: $((SECONDS - t0)) s (CPU $((cpu - c0)) s)"
 fi
