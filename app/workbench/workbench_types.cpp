@@ -53,14 +53,15 @@ QString EquivalenceReport::summary() const {
                  .arg(worst);
       break;
     case EquivalenceVerdict::NearTie:
-      text = QStringLiteral("%1 vs %2: identical for %3 tokens, then a near-tie at step %4 "
+      text = QStringLiteral("%1 vs %2: identical for %3 token%7, then a near-tie at step %4 "
                             "(both runs had the two tokens within the bound), max |Δ| %5; "
                             "%6 later steps not compared")
                  .arg(key_a, key_b)
                  .arg(first_mismatch())
                  .arg(first_mismatch())
                  .arg(worst)
-                 .arg(uncompared_steps);
+                 .arg(uncompared_steps)
+                 .arg(first_mismatch() == 1 ? QString() : QStringLiteral("s"));
       break;
     case EquivalenceVerdict::Different:
       text = QStringLiteral("%1 vs %2: DIFFERENT: %3").arg(key_a, key_b, explanation);

@@ -208,9 +208,9 @@ EquivalenceView::EquivalenceView(QWidget* parent) : QWidget(parent) {
   summary_->setFont(f);
   top->addWidget(summary_, 1);
   scale_label_ = new QLabel(tr("|Δlogit|:"), this);
-  top->addWidget(scale_label_);
+  top->addWidget(scale_label_, 0, Qt::AlignTop);
   scale_ = new DifferenceScale(this);
-  top->addWidget(scale_);
+  top->addWidget(scale_, 0, Qt::AlignTop);
   layout->addLayout(top);
   strip_ = new EquivalenceStrip(&model_, this);
   layout->addWidget(strip_);
