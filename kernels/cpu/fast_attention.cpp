@@ -263,7 +263,7 @@ struct RegisterBlock {
 
 // flatten: the block steps inline into the walk (always_inline cannot cross the target attribute).
 template <int V>
-LZ_AVX512 [[gnu::flatten]] void attend_avx512_regs(const PagedAttentionParams& p, const RopeTable& rope, int token, int kv_head,
+[[gnu::flatten]] LZ_AVX512 void attend_avx512_regs(const PagedAttentionParams& p, const RopeTable& rope, int token, int kv_head,
                                   int visible, Scratch& s) {
   attend_group<Avx512Ops, RegisterBlock<V>>(p, rope, token, kv_head, visible, s);
 }
