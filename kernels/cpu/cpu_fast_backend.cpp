@@ -186,21 +186,22 @@ void CpuFastBackend::ensure_buffers(int n) {
 
 void CpuFastBackend::run_matmuls(std::initializer_list<Job> jobs) {
   // The jobs' row tiles laid end to end, cut into a few chunks per thread: a thread that the
-  // machine runs late finds the others took its share.
+  // machine runs late finds the others took its share. Tiles of matmul_row_unit rows, so a row's
+  // kernel (and its result) does not depend on where a chunk starts.
   int tiles = 0;
-  for (const Job& job : jobs) tiles += (job.w->rows + cpu::kMatmulRowTile - 1) / cpu::kMatmulRowTile;
+  for (const Job& job : jobs) {
+    const int unit = cpu::matmul_row_unit(*job.in);
+    tiles += (job.w->rows + unit - 1) / unit;
+  }
   const int chunks = std::min(tiles, pool_->threads() == 1 ? 1 : kChunksPerThread * pool_->threads());
   const cpu::Isa isa = isa_;
   pool_->run_chunks(chunks, [&](int chunk) {
     const int begin = int(int64_t(tiles) * chunk / chunks), end = int(int64_t(tiles) * (chunk + 1) / chunks);
     int first = 0;  // the first tile of the current job
     for (const Job& job : jobs) {
-      const int rows = job.w->rows, count = (rows + cpu::kMatmulRowTile - 1) / cpu::kMatmulRowTile;
+      const int rows = job.w->rows, unit = cpu::matmul_row_unit(*job.in), count = (rows + unit - 1) / unit;
       const int lo = std::max(begin, first) - first, hi = std::min(end, first + count) - first;
-      if (lo < hi) {
-        cpu::matmul_rows(*job.w, *job.in, lo * cpu::kMatmulRowTile, std::min(rows, hi * cpu::kMatmulRowTile),
-                         job.out, rows, isa);
-      }
+      if (lo < hi) cpu::matmul_rows(*job.w, *job.in, lo * unit, std::min(rows, hi * unit), job.out, rows, isa);
       first += count;
     }
   });

@@ -401,6 +401,7 @@ constexpr int kTokenTile = 4;
 // The scaling then costs four vector operations for sixteen rows (the pair kernel above spends
 // them on every row's partial sums), and a tile of tokens stores sixteen outputs at once.
 constexpr int kWideRows = 16;
+static_assert(kTokenTile == 4 && kWideRows == 16, "matmul_row_unit (below) splits prompts at these");
 
 struct WideBlock {
   uint8_t u[8][64];  // u[c][4 r + i] = element 4c + i of row r
@@ -645,6 +646,10 @@ void quantize_input_rows(MatmulInput& in, int row_begin, int row_end) {
     }
   }
 }
+
+// The AVX-512 prompt kernel's kTokenTile (4) and kWideRows (16); 16 is a multiple of every
+// kernel's row tile, so the unit is the same on every processor.
+int matmul_row_unit(const MatmulInput& in) { return in.n >= 4 ? 16 : kMatmulRowTile; }
 
 void matmul_rows(const PackedMatrix& w, const MatmulInput& in, int r0, int r1, float* out,
                  int64_t stride, Isa isa) {

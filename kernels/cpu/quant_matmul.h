@@ -41,6 +41,10 @@ void matmul_rows(const PackedMatrix& w, const MatmulInput& in, int row_begin, in
 
 // Rows of W computed together by the fastest kernel (split work between threads in multiples).
 constexpr int kMatmulRowTile = 4;
+// The multiple of rows a thread's share of one product must start and end on, so that each row
+// is computed by the same kernel whatever the thread count (prompts take sixteen-row tiles and
+// leave the remainder to the four-row kernel, whose sums are ordered differently).
+int matmul_row_unit(const MatmulInput& in);
 
 // Quantizes fp32 rows into a block format (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, F16, BF16 or F32), the
 // way llama.cpp's reference quantizers round: for synthetic weights and tests.

@@ -108,5 +108,29 @@ TEST(FastEquivalence, QuantizedActivationsStayWithinTheFastBound) {
               compared_steps, near_ties, worst);
 }
 
+// A row of a matrix product is computed by one kernel whatever share of the rows a thread took:
+// the same logits on 1, 2 and 3 threads (a prompt long enough for the sixteen-row tiles).
+TEST(FastEquivalence, LogitsDoNotDependOnTheThreadCount) {
+  std::vector<std::vector<std::vector<float>>> logits;
+  for (int threads : {1, 2, 3}) {
+    SessionOptions options;
+    options.synthetic = "small";
+    options.synthetic_seed = 3;
+    options.backend = BackendKind::Cpu;
+    options.cpu_precision = CpuPrecision::Fast;
+    options.cpu_threads = threads;
+    options.kv_budget_bytes = 64ull << 20;
+    options.policies = {Policy::Lazy};
+    Session session(options);
+    const Request r = shifted_requests(session.config().shape.vocab_size, 5)[1];
+    RunOptions run;
+    run.policy = Policy::Lazy;
+    logits.push_back(session.submit(r, run).step_logits);
+  }
+  ASSERT_FALSE(logits[0].empty());
+  EXPECT_EQ(logits[1], logits[0]) << "2 threads";
+  EXPECT_EQ(logits[2], logits[0]) << "3 threads";
+}
+
 }  // namespace
 }  // namespace lazyscope
