@@ -23,7 +23,9 @@
 # Under initcheck the backend zeroes each cuBLAS GEMM's output just before the GEMM
 # (LAZYSCOPE_CUDA_ZERO_GEMM_OUTPUTS=1, kernels/cuda/tool_switches.h): initcheck does not see
 # cuBLAS's Hopper kernels store. One backend test runs under initcheck without it too, as the
-# control. Racecheck leaves out cuBLAS's nvjet kernels (not ours; mbarrier-ordered TMA traffic).
+# control. Racecheck checks cuBLAS's kernels too and counts the race records inside them apart (not
+# ours; mbarrier-ordered TMA traffic): leaving them out with --kernel-name-exclude broke the tool in 38
+# of 258 tests on 2026-12-02 (see docs/reliability.md). SANITIZE_EXCLUDE_CUBLAS=1 leaves them out.
 # Prints the summary: per tool the tests run, passed, failed, skipped, broke the tool and not run,
 # and the sanitizer's error count. Exits non-zero unless every tool checked every test clean.
 set -uo pipefail
@@ -92,7 +94,7 @@ args=(--out "$OUT" --tools "$(IFS=,; echo "${tools[*]}")" --budget "$budget" --j
   --initcheck-control 'HeadDims/BackendTest.LogitsMatchCpuBackendOnTinyModel/D64_gqa4')
 # (The help into a variable first: grep -q under pipefail would fail the pipe it leaves early.)
 help=$(compute-sanitizer --help 2>&1)
-if grep -q -- '--kernel-name-exclude' <<< "$help"; then
+if [ "${SANITIZE_EXCLUDE_CUBLAS:-0}" = 1 ] && grep -q -- '--kernel-name-exclude' <<< "$help"; then
   args+=(--exclude-library-kernels --library-kernels nvjet)
   echo "racecheck leaves out kernels named nvjet* (cuBLAS)"
 fi
