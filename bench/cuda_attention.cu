@@ -65,75 +65,6 @@ DeviceBuffer upload(const std::vector<T>& items) {
   return buffer;
 }
 
-void decode_table(double copy_gbs, const DeviceBuffer& inv_freq) {
-  std::printf("\n## Decode attention (q_len 1, 32/8 heads, D 128, block 16; KV bytes read = K+V of every key)\n");
-  std::printf("| batch | context | splits | plain µs | lazy µs | plain GB/s | lazy GB/s | plain %% of copy | lazy overhead |\n");
-  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-  const int sm = device_sm_count();
-  for (int batch : {1, 4, 16, 32, 64}) {
-    for (int context : {1024, 4096, 8192, 16384, 32768}) {
-      const double kv_bytes = double(batch) * context * kKvHeads * kDim * 2 * 2;
-      // Rotate over enough copies that the working set is several times the 60 MB L2.
-      const int replicas = std::max(1, int(std::ceil(512e6 / kv_bytes)));
-      const int blocks_per_seq = context / kBlock;
-      Pool pool = make_pool(replicas * batch * blocks_per_seq);
-      std::mt19937 rng(batch * 131 + context);
-      std::vector<bf16_bits> q_host(std::size_t(batch) * kHeads * kDim);
-      DeviceBuffer q(q_host.size() * 2), out(q_host.size() * 2);
-      fill_random_bf16(q.as<bf16_bits>(), int64_t(q_host.size()), 3, 1.0f, nullptr);
-      std::vector<int32_t> positions(batch, context - 1 + 10000);
-      DeviceBuffer d_positions = upload(positions);
-      double times[2];
-      int splits = 1;
-      for (int lazy = 0; lazy < 2; ++lazy) {
-        std::vector<AttentionPlan> plans(replicas);
-        std::vector<DeviceBuffer> entries, offsets;
-        for (int r = 0; r < replicas; ++r) {
-          for (int s = 0; s < batch; ++s) {
-            std::vector<KvEntry> table = make_table(context, (r * batch + s) * blocks_per_seq, lazy, rng);
-            append_table(plans[r], table.data(), int(table.size()), kBlock, lazy);
-          }
-          entries.push_back(upload(plans[r].entries));
-          offsets.push_back(upload(plans[r].seq_entry_offsets));
-        }
-        splits = decode_num_splits(batch, kKvHeads, plans[0].max_entries, sm);
-        DeviceBuffer po(split_partial_o_floats(batch * kHeads, splits, kDim) * 4);
-        DeviceBuffer pml(split_partial_ml_floats(batch * kHeads, splits) * 4);
-        int r = 0;
-        times[lazy] = bench::median_ms([&] {
-          DecodeParams p;
-          p.q = q.as<bf16_bits>();
-          p.q_row_stride = kHeads * kDim;
-          p.q_positions = d_positions.as<int32_t>();
-          p.k_pool = pool.k.as<bf16_bits>();
-          p.v_pool = pool.v.as<bf16_bits>();
-          p.entries = entries[r].as<KvEntry>();
-          p.seq_entry_offsets = offsets[r].as<int32_t>();
-          p.batch = batch;
-          p.max_entries = plans[r].max_entries;
-          p.num_heads = kHeads;
-          p.num_kv_heads = kKvHeads;
-          p.head_dim = kDim;
-          p.block_size = kBlock;
-          p.inv_freq = inv_freq.as<float>();
-          p.lazy = lazy;
-          p.out = out.as<bf16_bits>();
-          p.num_splits = splits;
-          p.partial_o = po.as<float>();
-          p.partial_ml = pml.as<float>();
-          decode_attention(p, nullptr);
-          r = (r + 1) % replicas;
-        }, 21, 10, 3);
-      }
-      const double plain_gbs = kv_bytes / (times[0] * 1e-3) / 1e9, lazy_gbs = kv_bytes / (times[1] * 1e-3) / 1e9;
-      std::printf("| %d | %d | %d | %.1f | %.1f | %.0f | %.0f | %.0f %% | %+.1f %% |\n", batch, context, splits,
-                  times[0] * 1e3, times[1] * 1e3, plain_gbs, lazy_gbs, 100.0 * plain_gbs / copy_gbs,
-                  100.0 * (times[1] / times[0] - 1.0));
-      std::fflush(stdout);
-    }
-  }
-}
-
 // One prefill step of one layer as the backend runs it: kv_write (new K/V into the pool and the
 // query rotation), then attention. Owns its metadata, query and workspace buffers.
 struct PrefillCase {
@@ -320,6 +251,83 @@ void prefill_table(const DeviceBuffer& inv_freq) {
   }
 }
 
+// Plain and lazy decode timed in alternation (time_pair), each rotating over enough copies of its
+// pool tables that the working set is several times the 60 MB L2. `only_batch`/`only_context` (> 0)
+// keep one shape (for a profiler run).
+void decode_table(double copy_gbs, const DeviceBuffer& inv_freq, int only_batch, int only_context) {
+  std::printf("\n## Decode attention (q_len 1, 32/8 heads, D 128, block 16; KV bytes read = K+V of every key;\n"
+              "## lazy: a shift per 2048-token document; plain and lazy timed in alternation (ABBA), overhead =\n"
+              "## median of the per-repeat lazy/plain ratios)\n");
+  std::printf("| batch | context | splits | plain µs | lazy µs | plain GB/s | lazy GB/s | plain %% of copy | lazy overhead |\n");
+  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  const int sm = device_sm_count();
+  for (int batch : {1, 4, 16, 32, 64}) {
+    for (int context : {1024, 4096, 8192, 16384, 32768}) {
+      if ((only_batch > 0 && batch != only_batch) || (only_context > 0 && context != only_context)) continue;
+      const double kv_bytes = double(batch) * context * kKvHeads * kDim * 2 * 2;
+      const int replicas = std::max(1, int(std::ceil(512e6 / kv_bytes)));
+      const int blocks_per_seq = context / kBlock;
+      Pool pool = make_pool(replicas * batch * blocks_per_seq);
+      std::vector<bf16_bits> q_host(std::size_t(batch) * kHeads * kDim);
+      DeviceBuffer q(q_host.size() * 2), out(q_host.size() * 2);
+      fill_random_bf16(q.as<bf16_bits>(), int64_t(q_host.size()), 3, 1.0f, nullptr);
+      std::vector<int32_t> positions(batch, context - 1 + 10000);
+      DeviceBuffer d_positions = upload(positions);
+      int splits = 1;
+      std::vector<std::vector<DeviceBuffer>> entries(2), offsets(2);
+      int max_entries = 0;
+      for (int lazy = 0; lazy < 2; ++lazy) {
+        std::mt19937 rng(batch * 131 + context);  // plain and lazy walk the same block orders
+        for (int r = 0; r < replicas; ++r) {
+          AttentionPlan plan;
+          for (int s = 0; s < batch; ++s) {
+            std::vector<KvEntry> table = make_table(context, (r * batch + s) * blocks_per_seq, lazy, rng);
+            append_table(plan, table.data(), int(table.size()), kBlock, lazy);
+          }
+          entries[lazy].push_back(upload(plan.entries));
+          offsets[lazy].push_back(upload(plan.seq_entry_offsets));
+          max_entries = plan.max_entries;
+        }
+      }
+      splits = decode_num_splits(batch, kKvHeads, max_entries, sm);
+      DeviceBuffer po(split_partial_o_floats(batch * kHeads, splits, kDim) * 4);
+      DeviceBuffer pml(split_partial_ml_floats(batch * kHeads, splits) * 4);
+      int next[2] = {0, 0};
+      auto run = [&](int lazy) {
+        const int r = next[lazy];
+        DecodeParams p;
+        p.q = q.as<bf16_bits>();
+        p.q_row_stride = kHeads * kDim;
+        p.q_positions = d_positions.as<int32_t>();
+        p.k_pool = pool.k.as<bf16_bits>();
+        p.v_pool = pool.v.as<bf16_bits>();
+        p.entries = entries[lazy][r].as<KvEntry>();
+        p.seq_entry_offsets = offsets[lazy][r].as<int32_t>();
+        p.batch = batch;
+        p.max_entries = max_entries;
+        p.num_heads = kHeads;
+        p.num_kv_heads = kKvHeads;
+        p.head_dim = kDim;
+        p.block_size = kBlock;
+        p.inv_freq = inv_freq.as<float>();
+        p.lazy = lazy;
+        p.out = out.as<bf16_bits>();
+        p.num_splits = splits;
+        p.partial_o = po.as<float>();
+        p.partial_ml = pml.as<float>();
+        decode_attention(p, nullptr);
+        next[lazy] = (r + 1) % replicas;
+      };
+      const PairTimes t = time_pair([&] { run(0); }, [&] { run(1); }, 21, 10);
+      const double plain_gbs = kv_bytes / (t.a_ms * 1e-3) / 1e9, lazy_gbs = kv_bytes / (t.b_ms * 1e-3) / 1e9;
+      std::printf("| %d | %d | %d | %.1f | %.1f | %.0f | %.0f | %.0f %% | %+.1f %% |\n", batch, context, splits,
+                  t.a_ms * 1e3, t.b_ms * 1e3, plain_gbs, lazy_gbs, 100.0 * plain_gbs / copy_gbs,
+                  100.0 * (t.ratio - 1.0));
+      std::fflush(stdout);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -336,10 +344,13 @@ int main(int argc, char** argv) {
     rope.llama3 = true;
     const std::vector<float> inv = rope_inv_freq(rope, kDim);
     DeviceBuffer inv_freq = upload(inv);
-    // `--decode`: the decode table alone (a quick check of a decode-kernel change).
+    // `--decode [BATCH CONTEXT]`: the decode table alone (a quick check of a decode-kernel change),
+    // or one of its shapes (for a profiler run).
     const bool decode_only = argc > 1 && std::string(argv[1]) == "--decode";
+    const int only_batch = decode_only && argc > 3 ? std::stoi(argv[2]) : 0;
+    const int only_context = decode_only && argc > 3 ? std::stoi(argv[3]) : 0;
     if (!decode_only) prefill_table(inv_freq);
-    decode_table(copy_gbs, inv_freq);
+    decode_table(copy_gbs, inv_freq, only_batch, only_context);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_cuda_attention: %s\n", e.what());
     return 1;

@@ -2,7 +2,8 @@
 """Peer figures for bench_cuda_attention: PyTorch scaled_dot_product_attention (flash and cuDNN
 backends) at the same Llama-3.1-8B attention shapes (32/8 heads, head dim 128, bf16).
 
-Decode KV bytes count the 8 KV heads once (what a GQA-aware kernel must read). Prints tables."""
+Decode KV bytes count the 8 KV heads once (what a GQA-aware kernel must read). Prints tables;
+`--decode` prints the decode table alone."""
 import statistics
 import sys
 
@@ -57,10 +58,14 @@ def main():
     bw = copy_gbs()
     print(f"# PyTorch {torch.__version__} SDPA peers on {torch.cuda.get_device_name()}\n")
     print(f"device-to-device copy: {bw:.0f} GB/s (read + write)\n")
-    print("## Prefill (bf16, 32/8 heads, D 128)")
-    print("| shape | backend | mode | µs | TFLOP/s |\n|---|---|---|---:|---:|")
+    prefill = "--decode" not in sys.argv[1:]
+    if prefill:
+        print("## Prefill (bf16, 32/8 heads, D 128)")
+        print("| shape | backend | mode | µs | TFLOP/s |\n|---|---|---|---:|---:|")
     for name, prior, n, causal in (("4 docs x 2K + 64-token query", 8192, 64, False), ("causal 4K", 0, 4096, True),
                                    ("causal 8K", 0, 8192, True), ("causal 16K", 0, 16384, True)):
+        if not prefill:
+            break
         keys = prior + n
         q = torch.randn(1, HEADS, n, DIM, device="cuda", dtype=torch.bfloat16)
         k = torch.randn(1, KV_HEADS, keys, DIM, device="cuda", dtype=torch.bfloat16)
