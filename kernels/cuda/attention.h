@@ -78,6 +78,9 @@ struct DecodeParams {
 
 int decode_num_splits(int batch, int num_kv_heads, int max_entries, int sm_count);
 void decode_attention(const DecodeParams& p, cudaStream_t stream);
+// The machine-code version (major * 10 + minor) of the decode kernel as the driver loaded it on
+// the current device: the SASS it picked from the fat binary, or the device's own when it JIT-compiled PTX.
+int decode_kernel_binary_version();
 
 // Prefill: n new tokens of one sequence against every key of its table, causal among the new.
 struct PrefillParams {

@@ -4,15 +4,17 @@
 // filled by cp.async, so two units per warp stay in flight while it computes a third. Scores and
 // P·V are mma.sync m16n8k16 (the group's heads are the A rows); the split partials are merged by
 // decode_combine_kernel. Both kernels use programmatic dependent launch.
-// Lazy: the warp keeps its raw query fragment in registers and re-rotates it by (m − δ) whenever a
-// unit's shift differs from the last one; the rotation is lane-local in the MMA A layout (the RoPE
-// partner of dim d < D/2 sits in the same lane), the angles are spread over the warp's lanes.
+// Lazy: the CTA rotates the query once by (m − δ) for the shift of its split's first entry (the
+// D/2 angles and the G×D rotation shared by its 4 warps through shared memory, computed while the
+// first copies are in flight); a warp that meets another shift re-rotates its own fragment from the
+// raw query (lane-local in the MMA A layout: the RoPE partner of dim d < D/2 sits in the same lane).
 #include <algorithm>
 #include <climits>
 #include <string>
 
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/device_arch.h"
 #include "kernels/cuda/device_util.cuh"
 #include "kernels/cuda/tool_switches.h"
 #include "base/error.h"
@@ -34,11 +36,22 @@ template <int D>
 __host__ __device__ constexpr int stage_elements() {
   return 2 * kUnitKeys * D;  // the unit's K tile, then its V tile
 }
+// Lazy, after the ring: the CTA's query [G][D + 8] bf16 (raw, then rotated in place; rows padded so
+// the fragment loads of a warp's 8 rows hit distinct banks), the angles' cos and sin [D/2] each,
+// and for each angle thread its (position, shift, frequency) as copied.
 template <int D>
-__host__ __device__ constexpr int decode_smem_bytes() {
+__host__ __device__ constexpr int rotated_query_stride() {
+  return D + 8;
+}
+template <int D>
+__host__ __device__ constexpr int decode_ring_bytes() {
   constexpr int ring = kDecodeWarps * decode_stages<D>() * stage_elements<D>() * 2;
   constexpr int merge = kDecodeWarps * 8 * (D + 2) * 4;  // reused after the loop
   return ring > merge ? ring : merge;
+}
+template <int D, int G, bool LAZY>
+__host__ __device__ constexpr int decode_smem_bytes() {
+  return decode_ring_bytes<D>() + (LAZY ? G * rotated_query_stride<D>() * 2 + D * 4 + D / 2 * 16 : 0);
 }
 
 // Tiles are unpadded [16 keys][D] with the 16-byte chunks of each row XOR-swizzled, so the 8 rows
@@ -76,15 +89,25 @@ __device__ __forceinline__ void load_unit(__nv_bfloat16* stage, const bf16_bits*
   }
 }
 
+// 4-byte async global→shared copy (src_bytes 0: zero fill). The lazy metadata goes through these,
+// committed as a group ahead of the prologue's copies: ptxas keeps cp.async in order but sinks
+// ordinary loads below them, where they would wait behind the copies' requests.
+__device__ __forceinline__ void cp_async4(void* dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
+}
+
 __device__ __forceinline__ float bf16_lo(uint32_t pair) { return __uint_as_float(pair << 16); }
 __device__ __forceinline__ float bf16_hi(uint32_t pair) { return __uint_as_float(pair & 0xffff0000u); }
 
 // Programmatic dependent launch (both kernels are launched with it): wait until the previous
 // kernel in the stream has finished and its writes are visible (a no-op when launched without
 // it), then let the next kernel's CTAs be scheduled while ours run; the next one waits the same way.
+// Hopper and newer only: older devices are launched without the attribute (cuda_arch.h).
 __device__ __forceinline__ void wait_previous_kernel_then_release_next() {
+#if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;\n" :::);
+#endif
 }
 
 // Lazy: rotates the raw query fragment by `position` into the A fragment. Lane L holds the angles
@@ -167,6 +190,35 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
   const int num_units = max(0, end - begin) << unit_shift;
   const int64_t head_stride = int64_t(p.block_size) * D;
 
+  // Lazy, shared rotation: thread t < D/2 forms the angle of frequency t; work item j (two
+  // consecutive dims i, i + 1 < D/2 of group head g and their RoPE partners i + D/2, i + 1 + D/2)
+  // belongs to thread j mod 128. What each reads (its position, the split's first shift and its
+  // frequency; its item's raw query words) is copied into shared memory as the first cp.async group.
+  constexpr int kPairItems = G * D / 4;
+  constexpr int kItemsPerThread = (kPairItems + kDecodeWarps * 32 - 1) / (kDecodeWarps * 32);
+  constexpr int kQStride = rotated_query_stride<D>();
+  __nv_bfloat16* q_shared = reinterpret_cast<__nv_bfloat16*>(smem + decode_ring_bytes<D>());
+  float* trig = reinterpret_cast<float*>(q_shared + G * kQStride);  // [D/2] cos, then [D/2] sin
+  int32_t* angle_inputs = reinterpret_cast<int32_t*>(trig + D);      // [D/2][4]: position, shift, frequency
+  if constexpr (LAZY) {
+    if (threadIdx.x < kHalf) {
+      int32_t* mine = angle_inputs + threadIdx.x * 4;
+      cp_async4(mine, p.q_positions + seq, 4);
+      cp_async4(mine + 1, num_units > 0 ? &p.entries[begin].shift : p.q_positions, num_units > 0 ? 4 : 0);
+      cp_async4(mine + 2, p.inv_freq + threadIdx.x, 4);
+    }
+#pragma unroll
+    for (int j = 0; j < kItemsPerThread; ++j) {
+      const int item = threadIdx.x + j * kDecodeWarps * 32;
+      if (item < kPairItems) {
+        const int g = item / (D / 4), dim = (item % (D / 4)) * 2;
+        cp_async4(q_shared + g * kQStride + dim, q_seq + g * D + dim, 4);
+        cp_async4(q_shared + g * kQStride + dim + kHalf, q_seq + g * D + dim + kHalf, 4);
+      }
+    }
+    cp_async_commit();
+  }
+
   // Warp w takes units w, w + 4, ...; the first kStages − 1 are in flight before anything else.
   auto issue = [&](int unit, int stage) {
     const KvEntry ref = p.entries[begin + (unit >> unit_shift)];
@@ -181,25 +233,58 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
     cp_async_commit();
   }
 
-  // Lazy: the raw query, this lane's frequencies (L and L + 32, angles formed as rope_cos_sin
-  // does) and the position are requested after the prologue's copies (they are not on the copies'
-  // critical path); the first rotation then runs under those copies, at the top of the loop.
-  uint32_t q_raw[kSteps][2];  // lazy only
-  float freq[kTrigSlots];
   long long position = 0;
+  int current_shift = 0;
   if constexpr (LAZY) {
-    load_query(q_raw);
-#pragma unroll
-    for (int t = 0; t < kTrigSlots; ++t) {
-      const int i = lane + 32 * t;
-      freq[t] = i < kHalf ? p.inv_freq[i] : 0.0f;
+    // Under the prologue's copies: the CTA's one rotation, for the shift of its first entry. The
+    // metadata group is the oldest: waiting for all but the prologue's kStages − 1 groups waits for it.
+    cp_async_wait<kStages - 1>();
+    if (threadIdx.x < kHalf) {
+      const int32_t* mine = angle_inputs + threadIdx.x * 4;
+      rope_cos_sin(static_cast<long long>(mine[0]) - mine[1], __int_as_float(mine[2]), &trig[threadIdx.x],
+                   &trig[kHalf + threadIdx.x]);
     }
-    position = p.q_positions[seq];
+    __syncthreads();  // the angles, and thread 0's position and shift, for everyone
+    position = angle_inputs[0];
+    current_shift = angle_inputs[1];
+#pragma unroll
+    for (int j = 0; j < kItemsPerThread; ++j) {
+      const int item = threadIdx.x + j * kDecodeWarps * 32;
+      if (item < kPairItems) {  // the words this thread copied itself: rotated in place
+        const int g = item / (D / 4), dim = (item % (D / 4)) * 2;
+        const float c0 = trig[dim], c1 = trig[dim + 1], s0 = trig[kHalf + dim], s1 = trig[kHalf + dim + 1];
+        uint32_t* lo = reinterpret_cast<uint32_t*>(q_shared + g * kQStride + dim);
+        uint32_t* hi = reinterpret_cast<uint32_t*>(q_shared + g * kQStride + dim + kHalf);
+        const uint32_t x = *lo, y = *hi;
+        *lo = pack_bf16x2(bf16_lo(x) * c0 - bf16_lo(y) * s0, bf16_hi(x) * c1 - bf16_hi(y) * s1);
+        *hi = pack_bf16x2(bf16_lo(y) * c0 + bf16_lo(x) * s0, bf16_hi(y) * c1 + bf16_hi(x) * s1);
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < kSteps; ++kk) {
+      q_frag[kk][0] = q_frag[kk][1] = 0;
+      if (row < G) {
+        q_frag[kk][0] = *reinterpret_cast<const uint32_t*>(q_shared + row * kQStride + kk * 16 + 2 * quad_col);
+        q_frag[kk][1] = *reinterpret_cast<const uint32_t*>(q_shared + row * kQStride + kk * 16 + 8 + 2 * quad_col);
+      }
+    }
   } else {
     load_query(q_frag);
   }
-  bool rotated = false;
-  int current_shift = 0;
+  // Lazy: a warp whose unit has another shift than the last re-rotates its own fragment from the
+  // raw query (documents shorter than a split; rare in long contexts).
+  auto rotate_warp_query = [&](int shift) {
+    uint32_t q_raw[kSteps][2];
+    load_query(q_raw);
+    float freq[kTrigSlots];
+#pragma unroll
+    for (int t = 0; t < kTrigSlots; ++t) {
+      const int f = lane + 32 * t;
+      freq[t] = f < kHalf ? p.inv_freq[f] : 0.0f;
+    }
+    rotate_query<D>(q_raw, q_frag, freq, position - shift, quad_col);
+  };
   const float score_scale = rsqrtf(float(D)) * kLog2e;  // scores kept in the log2 domain
   float o[D / 8][4];
 #pragma unroll
@@ -214,20 +299,15 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
     const int unit = warp + i * kDecodeWarps;
     if (unit >= num_units) break;
     const int ahead = unit + (kStages - 1) * kDecodeWarps;
-    KvEntry ref;
-    if constexpr (LAZY) {
-      ref = p.entries[begin + (unit >> unit_shift)];
-      if (!rotated || ref.shift != current_shift) {
-        // A new run of one shift (the first one right after the prologue): rotate while this
-        // unit's copies are in flight. One call site keeps the lazy kernel's code small.
-        rotate_query<D>(q_raw, q_frag, freq, position - ref.shift, quad_col);
-        current_shift = ref.shift;
-        rotated = true;
-      }
-    }
     if (ahead < num_units) issue(ahead, stage == 0 ? kStages - 1 : stage - 1);
     cp_async_commit();
-    if constexpr (!LAZY) ref = p.entries[begin + (unit >> unit_shift)];
+    const KvEntry ref = p.entries[begin + (unit >> unit_shift)];
+    if constexpr (LAZY) {
+      if (ref.shift != current_shift) {  // one call site keeps the lazy kernel's code small
+        rotate_warp_query(ref.shift);
+        current_shift = ref.shift;
+      }
+    }
     const int keys_valid = ref.valid - (unit & unit_mask) * kUnitKeys;
     cp_async_wait<kStages - 1>();  // this unit's group has landed (for this lane)
     __syncwarp();                  // ... and for every lane of the warp
@@ -350,7 +430,7 @@ void launch_programmatic(void (*kernel)(Params...), dim3 grid, dim3 block, int s
   attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute[0].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attribute;
-  config.numAttrs = tool_switches().no_programmatic_launch ? 0 : 1;
+  config.numAttrs = tool_switches().no_programmatic_launch || !current_kernel_path().programmatic_launch ? 0 : 1;
   if (cudaLaunchKernelEx(&config, kernel, args...) != cudaSuccess) {
     (void)cudaGetLastError();  // clear the refusal, then launch the ordinary way
     kernel<<<grid, block, smem, stream>>>(args...);
@@ -360,7 +440,7 @@ void launch_programmatic(void (*kernel)(Params...), dim3 grid, dim3 block, int s
 
 template <int D, int G, bool LAZY>
 void launch_decode(const DecodeParams& p, cudaStream_t stream) {
-  constexpr int kSmem = decode_smem_bytes<D>();
+  constexpr int kSmem = decode_smem_bytes<D, G, LAZY>();
   static bool configured = false;  // one attribute call per instantiation
   if (!configured) {
     LAZYSCOPE_CUDA_CHECK(
@@ -498,6 +578,12 @@ int decode_num_splits(int batch, int num_kv_heads, int max_entries, int sm_count
     }
   }
   return best;
+}
+
+int decode_kernel_binary_version() {
+  cudaFuncAttributes attributes{};
+  LAZYSCOPE_CUDA_CHECK(cudaFuncGetAttributes(&attributes, decode_kernel<128, 4, true>));
+  return attributes.binaryVersion;
 }
 
 void decode_attention(const DecodeParams& p, cudaStream_t stream) {

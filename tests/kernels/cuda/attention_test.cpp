@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -167,9 +168,11 @@ Pool with_stale_slots(const Case& c, const Pool& pool, const std::vector<std::ve
 
 class AttentionTest : public testing::TestWithParam<Case> {};
 
+using TableMaker = std::function<std::vector<BlockRef>(const Case&, int variant, int new_tokens, int first_block)>;
+
 // Decode of a batch of 3 sequences (own tables, shared pool) against the CPU reference, with 1, 2
 // and 7 splits.
-void expect_decode_matches_cpu(const Case& c) {
+void expect_decode_matches_cpu(const Case& c, const TableMaker& table_of = make_table) {
   std::mt19937 rng(1234 + c.head_dim + c.ratio * 7 + c.block_size);
   const Pool pool = random_pool(c, rng);
   const std::vector<float> inv_freq = rope_inv_freq(RopeParams{500000.0f, true}, c.head_dim);
@@ -178,7 +181,7 @@ void expect_decode_matches_cpu(const Case& c) {
   std::vector<std::vector<BlockRef>> tables;
   std::vector<int32_t> positions;
   for (int s = 0; s < batch; ++s) {
-    tables.push_back(make_table(c, s, 1 + s * 5, s * 30));
+    tables.push_back(table_of(c, s, 1 + s * 5, s * 30));
     append_sequence(plan, tables.back(), c.block_size, c.lazy);
     positions.push_back(plan.seq_total_keys.back() - 1 + (c.shifts == Shifts::Large ? 90000 : 0));
   }
@@ -241,6 +244,31 @@ TEST(AttentionDecodeTest, OtherBlockSizesMatchCpuReference) {
     SCOPED_TRACE("D" + std::to_string(c.head_dim) + " gqa" + std::to_string(c.ratio) + " bs" +
                  std::to_string(c.block_size) + (c.lazy ? " lazy" : " plain"));
     expect_decode_matches_cpu(c);
+  }
+}
+
+// Lazy decode where the shift changes at every block (and, in the second sequence, at every other
+// one): most units of a split have another shift than its first entry, so the warps re-rotate
+// their own queries, again and again, beside the CTA's shared first rotation.
+std::vector<BlockRef> table_of_many_shifts(const Case& c, int variant, int new_tokens, int first_block) {
+  std::vector<BlockRef> table;
+  const int blocks = 26 + 3 * variant;
+  for (int b = 0; b < blocks; ++b) {
+    const int shift = shift_value(c.shifts, 1 + (variant == 1 ? b / 2 : b)) + 3 * b;
+    table.push_back(BlockRef{first_block + b, shift, b + 1 == blocks ? std::max(1, c.block_size - 3) : c.block_size});
+  }
+  table.push_back(BlockRef{first_block + blocks, 0, std::min(new_tokens, c.block_size)});
+  return table;
+}
+
+TEST(AttentionDecodeTest, ShiftAtEveryBlockMatchesCpuReference) {
+  LAZYSCOPE_REQUIRE_GPU();
+  for (const Case& c : {Case{128, 4, 16, Shifts::Small, true}, Case{128, 8, 8, Shifts::Large, true},
+                        Case{64, 1, 64, Shifts::Small, true}, Case{64, 3, 32, Shifts::Large, true},
+                        Case{32, 2, 16, Shifts::Small, true}, Case{16, 4, 8, Shifts::Small, true}}) {
+    SCOPED_TRACE("D" + std::to_string(c.head_dim) + " gqa" + std::to_string(c.ratio) + " bs" +
+                 std::to_string(c.block_size));
+    expect_decode_matches_cpu(c, table_of_many_shifts);
   }
 }
 
