@@ -2,6 +2,7 @@
 // launch choices; the steps themselves are in cuda_step.cpp, cuda_decode_step.cpp and
 // cuda_prefill_step.cpp.
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/device_arch.h"
 
 #include <algorithm>
 #include <string>
@@ -42,6 +43,7 @@ void check_tuning(const CudaTuning& tuning) {
 
 CudaBackend::CudaBackend(const CudaTuning& tuning) : tuning_(tuning) {
   check_tuning(tuning);
+  (void)current_kernel_path();  // a GPU the kernels cannot run on is refused here, by name
   LAZYSCOPE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   LAZYSCOPE_CUBLAS_CHECK(cublasCreate(&cublas_));
   LAZYSCOPE_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));

@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/device_arch.h"
 #include "kernels/cuda/device_util.cuh"
 #include "kernels/cuda/gemv.h"
 #include "kernels/cuda/ops.h"
@@ -195,6 +196,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 2)
   };
   uint4 x_cur[UNROLL], w_cur[ROWS][UNROLL];
   load_w(begin + lane, w_cur);  // the first weight loads fly while the input is staged
+#if __CUDA_ARCH__ >= 900
   if (prefetch_steps > 0 && lane < ROWS) {
     // One bulk L2 prefetch a row for the next steps' pieces: more bytes in flight than registers hold.
     const int from = begin + STEP, to = min(end, begin + (1 + prefetch_steps) * STEP);
@@ -207,11 +209,14 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 2)
       }
     }
   }
+#endif
   // Programmatic launch (GemvContext::programmatic): the weights do not depend on the
   // previous kernel, so they are already in flight; wait for its results (x, the workspace) here,
   // and let the next GEMV start its own weight loads as our CTAs drain. No-ops otherwise.
+#if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;\n" :::);
+#endif
   if constexpr (MODE != kInputBf16) {
     gemv_stage_input<MODE>(in, cols, begin, end, x_stage, norm_scratch);
     __syncthreads();
@@ -355,8 +360,9 @@ bool launch_gemv(const GemvInput& input, const bf16_bits* w, int rows, int cols,
   const __nv_bfloat16* weights = reinterpret_cast<const __nv_bfloat16*>(w);
   float* partial = splits > 1 ? workspace.partial : nullptr;
   unsigned* counters = splits > 1 ? workspace.counters : nullptr;
-  const int prefetch_steps = std::max(0, std::min(context.prefetch_steps, 64));
-  if (!context.programmatic || tool_switches().no_programmatic_launch) {
+  const KernelPath& path = current_kernel_path();  // pre-Hopper: no bulk prefetch, no PDL
+  const int prefetch_steps = path.bulk_prefetch ? std::max(0, std::min(context.prefetch_steps, 64)) : 0;
+  if (!context.programmatic || tool_switches().no_programmatic_launch || !path.programmatic_launch) {
     gemv_kernel<MODE, ROWS, QKV><<<dim3(row_blocks, splits), kGemvWarps * 32, stage_bytes, stream>>>(
         input, weights, rows, cols, out, out_fp32, accumulate, pieces_per_split, partial, counters, qkv,
         prefetch_steps);
