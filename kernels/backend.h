@@ -97,12 +97,17 @@ BackendKind parse_backend_kind(const std::string& text);
 CpuPrecision parse_cpu_precision(const std::string& text);  // "fast" or "exact"
 // Number of usable CUDA devices (0 when built without CUDA or no GPU/driver is present).
 int cuda_device_count();
+// Empty when `--tp ranks` can run here (CUDA and NCCL built in, 1..cuda_device_count()); else why not.
+std::string tensor_parallel_error(int ranks);
 // Auto resolves to Cuda when a GPU is present, else Cpu. Throws Error if Cuda is unavailable.
+// tensor_parallel > 0: the CUDA backend split over GPUs 0..tensor_parallel-1 (--tp; 1 runs the
+// tensor-parallel path on one NCCL rank); 0: the plain CUDA backend.
 std::unique_ptr<Backend> make_backend(BackendKind kind, int cpu_threads = 0,
-                                      CpuPrecision precision = CpuPrecision::Exact);
-// As make_backend, but Auto also falls back to the CPU when the GPU backend cannot run `shape`;
-// `note` (if given) receives why, for the status bar / stderr.
+                                      CpuPrecision precision = CpuPrecision::Exact, int tensor_parallel = 0);
+// As make_backend, but Auto also falls back to the CPU when the GPU backend cannot run `shape`
+// (never under tensor parallelism, which was asked for); `note` (if given) receives why.
 std::unique_ptr<Backend> make_backend_for(BackendKind kind, const ModelShape& shape, int cpu_threads,
-                                          std::string* note, CpuPrecision precision = CpuPrecision::Exact);
+                                          std::string* note, CpuPrecision precision = CpuPrecision::Exact,
+                                          int tensor_parallel = 0);
 
 }  // namespace lazyscope

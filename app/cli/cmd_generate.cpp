@@ -18,10 +18,22 @@
 #include "base/error.h"
 #include "base/limits.h"
 #include "base/output_guard.h"
+#include "kernels/backend.h"
 #include "profiler/session_recorder.h"
 
 namespace lazyscope::cli {
 namespace {
+
+// --tp: 1..the CUDA GPUs of this machine, refused while parsing with why (no GPU, NCCL compiled out).
+CLI::Validator tensor_parallel_range() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        int ranks = 0;
+        if (!CLI::detail::lexical_cast(value, ranks)) return "'" + value + "' is not a number";
+        return tensor_parallel_error(ranks);
+      },
+      "in 1..GPUs");
+}
 
 struct GenerateArgs {
   std::string model;
@@ -41,6 +53,7 @@ struct GenerateArgs {
   int block_size = 16;
   int max_new_tokens = -1;
   int threads = 0;
+  int tensor_parallel = 0;
 };
 
 void write_dump(const std::string& path, const RunResult& r) {
@@ -164,6 +177,7 @@ void run_generate(const GenerateArgs& args) {
   options.kv_budget_bytes = parse_byte_size(args.kv_budget);
   options.block_size = args.block_size;
   options.cpu_threads = args.threads;
+  options.tensor_parallel = args.tensor_parallel;
   options.cpu_precision = parse_cpu_precision(args.cpu_precision);
   options.trace_device = args.trace_gpu;
   if (args.trace_gpu && args.record.empty()) throw Error("--trace-gpu needs --record FILE (the trace is saved in the report)");
@@ -283,6 +297,10 @@ void add_generate_command(CLI::App& app) {
                   "Override the request's max_new_tokens (generation also stops at the model's context)")
       ->check(in_range<int>(0, int(limits::kMaxNewTokens)));
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->check(in_range(0, limits::kMaxThreads));
+  cmd->add_option("--tp", args->tensor_parallel,
+                  "Tensor parallelism: split the CUDA backend over this many GPUs (1..the GPUs on this machine; "
+                  "docs/tensor_parallel.md)")
+      ->check(tensor_parallel_range());
   cmd->add_option("--cpu-precision", args->cpu_precision,
                   "CPU backend: fast (weights in their file's format, int8/SIMD kernels) or exact (the fp32 reference)")
       ->capture_default_str()

@@ -151,7 +151,7 @@ Session::Session(const SessionOptions& options, EventSink* sink, const ProgressF
     impl_->model.config.max_position_embeddings = 131072;
     impl_->model.identity = "synthetic:" + options.synthetic + ":" + std::to_string(options.synthetic_seed);
     impl_->backend = make_backend_for(options.backend, impl_->model.config.shape, options.cpu_threads, &impl_->note,
-                                               options.cpu_precision);
+                                               options.cpu_precision, options.tensor_parallel);
     if (progress) progress(0.1, "making synthetic weights on " + impl_->backend->name());
     impl_->backend->load_synthetic(impl_->model.config.shape, options.synthetic_seed);
   } else {
@@ -162,7 +162,7 @@ Session::Session(const SessionOptions& options, EventSink* sink, const ProgressF
     load.fp32_matrices = !(cpu && options.cpu_precision == CpuPrecision::Fast);
     impl_->model = load_model(options.model, progress, load);
     impl_->backend = make_backend_for(options.backend, impl_->model.config.shape, options.cpu_threads, &impl_->note,
-                                               options.cpu_precision);
+                                               options.cpu_precision, options.tensor_parallel);
     if (progress) progress(0.95, "uploading weights to " + impl_->backend->name());
     impl_->backend->load(impl_->model.config.shape, impl_->model.weights.view());
   }

@@ -48,6 +48,7 @@ struct SessionOptions {
   std::vector<Policy> policies = all_policies();
   int block_size = 16;
   int cpu_threads = 0;                   // 0 = all cores
+  int tensor_parallel = 0;               // > 0: the CUDA backend over this many GPUs (--tp); 0: one GPU, plain
   CpuPrecision cpu_precision = CpuPrecision::Fast;  // CPU backend: fast kernels or the exact fp32 reference
   bool trace_device = false;             // CUPTI device trace (CUDA backend only); NVTX ranges are always on
   DeviceTraceOptions trace_options;      // what that trace records (kernel detail for the first decode step by default)

@@ -102,12 +102,14 @@ std::string CudaBackend::unsupported_reason(const ModelShape& shape) const {
   return {};
 }
 
-void CudaBackend::allocate_weights(const ModelShape& shape) {
-  const std::string why = unsupported_reason(shape);
+void CudaBackend::allocate_weights(const ModelShape& model) {
+  const std::string why = unsupported_reason(model);
   if (!why.empty()) throw Error("cuda backend: " + why);
   LAZYSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
   invalidate_graphs();
-  shape_ = shape;
+  shape_ = sharded() ? shard_shape(model, shard_) : model;  // a tensor-parallel rank: its share
+  vocab_total_ = model.vocab_size;
+  const ModelShape& shape = shape_;
   gemv_ok_ = shape.hidden_size % 8 == 0 && shape.q_dim() % 8 == 0 && shape.intermediate_size % 8 == 0;
   const std::size_t H = shape.hidden_size, V = shape.vocab_size, I = shape.intermediate_size;
   const std::size_t Q = shape.q_dim(), K = shape.kv_dim();
@@ -151,6 +153,7 @@ void CudaBackend::allocate_weights(const ModelShape& shape) {
 
 void CudaBackend::load(const ModelShape& shape, const WeightsView& w) {
   if (int(w.layers.size()) != shape.num_layers) throw Error("cuda backend: weights have the wrong layer count");
+  if (sharded()) return load_shard(shape, w);
   allocate_weights(shape);
   const std::size_t H = shape.hidden_size, V = shape.vocab_size, I = shape.intermediate_size;
   const std::size_t Q = shape.q_dim(), K = shape.kv_dim();
@@ -175,6 +178,7 @@ void CudaBackend::load(const ModelShape& shape, const WeightsView& w) {
 }
 
 void CudaBackend::load_synthetic(const ModelShape& shape, uint64_t seed) {
+  if (sharded()) return load_synthetic_shard(shape, seed);
   allocate_weights(shape);
   const int64_t H = shape.hidden_size, V = shape.vocab_size, I = shape.intermediate_size;
   const int64_t Q = shape.q_dim(), K = shape.kv_dim();
@@ -263,7 +267,7 @@ void CudaBackend::invalidate_graphs() {
   graphs_.clear();
 }
 
-StepLimits CudaBackend::step_limits() const { return StepLimits{shape_.vocab_size, num_blocks_, block_size_}; }
+StepLimits CudaBackend::step_limits() const { return StepLimits{output_vocab(), num_blocks_, block_size_}; }
 
 int device_count() {
   int count = 0;

@@ -25,6 +25,9 @@
 #include "kernels/cuda/gemv.h"
 #include "kernels/cuda/tuning.h"
 #include "kernels/step_validation.h"
+#include "kernels/tensor_shard.h"
+
+struct ncclComm;  // NCCL's communicator (nccl.h), seen only by kernels/cuda/collectives.cpp
 
 namespace lazyscope::cuda {
 
@@ -58,6 +61,16 @@ class CudaBackend final : public Backend {
   int graph_captures() const { return graph_captures_; }  // graphs instantiated so far
   int graph_replays() const { return graph_replays_; }    // steps run from a graph
 
+  // Tensor parallelism (tensor_parallel_backend.h runs one such rank per GPU), before load: this
+  // backend then computes `shard`'s heads, MLP columns and vocabulary rows of the model it is
+  // given, sums the o_proj and down partials and the embedding rows over `comm` (all-reduce) and
+  // gathers the logits shards (all-gather). Only rank 0 copies logits to the host.
+  void set_tensor_shard(const TensorShard& shard, ncclComm* comm);
+  // Wall seconds the all-reduces of the steps so far took on the host clock, when
+  // time_collectives is set (the benchmark's share of a step; it synchronises around each one).
+  bool time_collectives = false;
+  double collective_seconds = 0;
+
   // Test and benchmark access.
   cudaStream_t stream() const { return stream_; }
   const bf16_bits* k_pool(int layer) const { return k_pool_.as<bf16_bits>() + layer * layer_pool_elements(); }
@@ -82,6 +95,16 @@ class CudaBackend final : public Backend {
 
   // cuda_backend.cpp
   void allocate_weights(const ModelShape& shape);
+  // cuda_shard_weights.cpp: a tensor-parallel rank's slices of the weights.
+  void load_shard(const ModelShape& shape, const WeightsView& weights);
+  void load_synthetic_shard(const ModelShape& shape, uint64_t seed);
+  // cuda_shard_step.cpp: the tensor-parallel parts of a step (plain backend: the local op only).
+  bool sharded() const { return comm_ != nullptr; }
+  bool owns_residual() const { return shard_.rank == 0; }  // adds the residual to its partial
+  int output_vocab() const { return vocab_total_; }
+  void embed_tokens(const int32_t* ids, int n, float* x);
+  void reduce_residual(float* x, int rows);  // all-reduce of the partial sums (no-op unsharded)
+  void gather_logits(int rows);              // logits_shard_ of every rank -> logits_
   StepLimits step_limits() const;
   void invalidate_graphs();
   // cuda_step.cpp
@@ -108,6 +131,10 @@ class CudaBackend final : public Backend {
   void run_prefill(const ForwardStep& step, int total_keys, StepOutput output);
 
   CudaTuning tuning_;
+  TensorShard shard_;          // rank 0 of 1 unless set_tensor_shard
+  ncclComm* comm_ = nullptr;   // null: not a tensor-parallel rank
+  int vocab_total_ = 0;        // the full vocabulary (shape_ holds this rank's share)
+  DeviceBuffer logits_shard_, logits_gathered_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   int sm_count_ = 0;

@@ -156,7 +156,7 @@ void CudaBackend::enqueue_decode(const DecodeMeta& meta, int batch, int splits, 
   const int64_t qkv_stride = Q + 2 * K;
   // The folded GEMVs take one input row: a batch runs the separate ops and cuBLAS GEMMs.
   const bool fused = tuning_.fused_decode && gemv_ok_ && batch == 1;
-  embedding(meta.tokens, batch, embed_.as<bf16_bits>(), H, x, stream_);
+  embed_tokens(meta.tokens, batch, x);
   for (int l = 0; l < shape_.num_layers; ++l) {
     const LayerWeights& w = layers_[l];
     bf16_bits* k_pool = k_pool_.as<bf16_bits>() + l * layer_pool_elements();
@@ -226,18 +226,21 @@ void CudaBackend::enqueue_decode(const DecodeMeta& meta, int batch, int splits, 
     ap.partial_o = partial_o_.as<float>();
     ap.partial_ml = partial_ml_.as<float>();
     decode_attention(ap, stream_);
-    gemm(attn, w.wo.as<bf16_bits>(), batch, H, Q, x, true, true);  // x += attn @ wo^T
+    gemm(attn, w.wo.as<bf16_bits>(), batch, H, Q, x, true, owns_residual());  // x += attn @ wo^T
+    reduce_residual(x, batch);
     if (fused) {
       gemv_rmsnorm_bf16(x, w.mlp_norm.as<float>(), shape_.rms_norm_eps, w.w_gate_up.as<bf16_bits>(), 2 * I, H,
                         gate_up_.as<bf16_bits>(), false, false, stream_, gemv_, h);
-      gemv_swiglu_bf16(gate_up_.as<bf16_bits>(), w.w_down.as<bf16_bits>(), H, I, x, true, true, stream_, gemv_,
-                       act_.as<bf16_bits>());  // x += mlp
+      gemv_swiglu_bf16(gate_up_.as<bf16_bits>(), w.w_down.as<bf16_bits>(), H, I, x, true, owns_residual(), stream_,
+                       gemv_, act_.as<bf16_bits>());  // x += mlp
+      reduce_residual(x, batch);
       continue;
     }
     rmsnorm(x, w.mlp_norm.as<float>(), batch, H, shape_.rms_norm_eps, h, stream_);
     gemm(h, w.w_gate_up.as<bf16_bits>(), batch, 2 * I, H, gate_up_.as<bf16_bits>(), false, false);
     swiglu(gate_up_.as<bf16_bits>(), batch, I, act_.as<bf16_bits>(), stream_);
-    gemm(act_.as<bf16_bits>(), w.w_down.as<bf16_bits>(), batch, H, I, x, true, true);  // x += mlp
+    gemm(act_.as<bf16_bits>(), w.w_down.as<bf16_bits>(), batch, H, I, x, true, owns_residual());  // x += mlp
+    reduce_residual(x, batch);
   }
   enqueue_head(x, batch, output);
 }

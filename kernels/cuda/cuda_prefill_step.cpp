@@ -72,7 +72,7 @@ void CudaBackend::run_prefill(const ForwardStep& step, int total_keys, StepOutpu
   bf16_bits* qkv = qkv_.as<bf16_bits>();
   bf16_bits* attn = attn_.as<bf16_bits>();
   const int64_t qkv_stride = Q + 2 * K;
-  embedding(d_tokens, n, embed_.as<bf16_bits>(), H, x, stream_);
+  embed_tokens(d_tokens, n, x);
   for (int l = 0; l < shape_.num_layers; ++l) {
     const LayerWeights& w = layers_[l];
     bf16_bits* k_pool = k_pool_.as<bf16_bits>() + l * layer_pool_elements();
@@ -131,11 +131,13 @@ void CudaBackend::run_prefill(const ForwardStep& step, int total_keys, StepOutpu
     ap.partial_o = partial_o_.as<float>();
     ap.partial_ml = partial_ml_.as<float>();
     prefill_attention(ap, stream_);
-    gemm(attn, w.wo.as<bf16_bits>(), n, H, Q, x, true, true);  // x += attn @ wo^T
+    gemm(attn, w.wo.as<bf16_bits>(), n, H, Q, x, true, owns_residual());  // x += attn @ wo^T
+    reduce_residual(x, n);
     rmsnorm(x, w.mlp_norm.as<float>(), n, H, shape_.rms_norm_eps, h, stream_);
     gemm(h, w.w_gate_up.as<bf16_bits>(), n, 2 * I, H, gate_up_.as<bf16_bits>(), false, false);
     swiglu(gate_up_.as<bf16_bits>(), n, I, act_.as<bf16_bits>(), stream_);
-    gemm(act_.as<bf16_bits>(), w.w_down.as<bf16_bits>(), n, H, I, x, true, true);  // x += mlp
+    gemm(act_.as<bf16_bits>(), w.w_down.as<bf16_bits>(), n, H, I, x, true, owns_residual());  // x += mlp
+    reduce_residual(x, n);
   }
   enqueue_head(x + int64_t(n - 1) * H, 1, output);  // the last new token's logits
 }

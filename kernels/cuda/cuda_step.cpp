@@ -28,8 +28,9 @@ void CudaBackend::forward_batch(std::span<const ForwardStep> steps, std::vector<
   run_decode_batch(steps, output);
   if (output == StepOutput::None) return;
   LAZYSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the one sync of a step: its result to the host
+  if (!owns_residual()) return;                          // a tensor-parallel rank > 0 keeps no logits
   const float* rows = host_logits_.as<float>();
-  logits->assign(rows, rows + steps.size() * std::size_t(shape_.vocab_size));
+  logits->assign(rows, rows + steps.size() * std::size_t(output_vocab()));
 }
 
 void CudaBackend::forward_batch_greedy(std::span<const ForwardStep> steps, std::span<int32_t> tokens) {
@@ -56,7 +57,8 @@ int32_t CudaBackend::run_step(const ForwardStep& step, StepOutput output, std::v
   if (output == StepOutput::None) return -1;
   LAZYSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the one sync of a step: its result to the host
   if (output == StepOutput::Greedy) return *host_tokens_.as<int32_t>();
-  logits->assign(host_logits_.as<float>(), host_logits_.as<float>() + shape_.vocab_size);
+  if (!owns_residual()) return -1;  // a tensor-parallel rank > 0 keeps no logits
+  logits->assign(host_logits_.as<float>(), host_logits_.as<float>() + output_vocab());
   return -1;
 }
 
@@ -83,8 +85,12 @@ void CudaBackend::ensure_workspace(int n, int rows_splits, int output_rows) {
   if (output_rows > capacity_output_rows_) {
     invalidate_graphs();
     const std::size_t rows = std::size_t(output_rows);
-    logits_.resize(rows * shape_.vocab_size * 4);
-    host_logits_.reserve(rows * shape_.vocab_size * 4);
+    logits_.resize(rows * output_vocab() * 4);
+    if (sharded()) {
+      logits_shard_.resize(rows * shape_.vocab_size * 4);
+      if (shard_.ranks > 1) logits_gathered_.resize(rows * output_vocab() * 4);
+    }
+    host_logits_.reserve(rows * output_vocab() * 4);
     device_tokens_.resize(rows * sizeof(int32_t));
     host_tokens_.reserve(rows * sizeof(int32_t));
     argmax_scratch_.resize(2 * rows * sizeof(unsigned long long));
@@ -115,19 +121,25 @@ void CudaBackend::gemm(const bf16_bits* x, const bf16_bits* w, int m, int n, int
 void CudaBackend::enqueue_head(const float* x, int rows, StepOutput output) {
   if (output == StepOutput::None) return;
   const int H = shape_.hidden_size;
-  const std::size_t V = std::size_t(shape_.vocab_size);
+  const std::size_t V = std::size_t(output_vocab());
   bf16_bits* h = h_.as<bf16_bits>();
   const bf16_bits* head = tied_ ? embed_.as<bf16_bits>() : lm_head_.as<bf16_bits>();
   // The LM head keeps its separate norm: folded in, each of its ~8K CTAs would re-read the
   // residual and the norm weights (a quarter more on-chip traffic for one launch saved).
   rmsnorm(x, final_norm_.as<float>(), rows, H, shape_.rms_norm_eps, h, stream_);
-  gemm(h, head, rows, shape_.vocab_size, H, logits_.as<float>(), true, false);
+  if (sharded()) {
+    gemm(h, head, rows, shape_.vocab_size, H, logits_shard_.as<float>(), true, false);  // this rank's vocabulary
+    gather_logits(rows);
+  } else {
+    gemm(h, head, rows, shape_.vocab_size, H, logits_.as<float>(), true, false);
+  }
   if (output == StepOutput::Logits) {
+    if (!owns_residual()) return;
     LAZYSCOPE_CUDA_CHECK(cudaMemcpyAsync(host_logits_.as<void>(), logits_.as<float>(), rows * V * 4,
                                          cudaMemcpyDeviceToHost, stream_));
     return;
   }
-  argmax_rows(logits_.as<float>(), rows, shape_.vocab_size, device_tokens_.as<int32_t>(),
+  argmax_rows(logits_.as<float>(), rows, int(V), device_tokens_.as<int32_t>(),
               argmax_scratch_.as<unsigned long long>(), stream_);
   LAZYSCOPE_CUDA_CHECK(cudaMemcpyAsync(host_tokens_.as<void>(), device_tokens_.as<void>(), rows * sizeof(int32_t),
                                        cudaMemcpyDeviceToHost, stream_));

@@ -18,6 +18,15 @@ __global__ void embedding_kernel(const int32_t* ids, const __nv_bfloat16* table,
   for (int i = threadIdx.x; i < hidden; i += blockDim.x) out[row * hidden + i] = __bfloat162float(src[i]);
 }
 
+__global__ void embedding_shard_kernel(const int32_t* ids, const __nv_bfloat16* table, int vocab_begin,
+                                       int vocab_count, int hidden, float* out) {
+  const int64_t row = blockIdx.x;
+  const int local = ids[row] - vocab_begin;
+  const bool mine = local >= 0 && local < vocab_count;
+  const __nv_bfloat16* src = table + int64_t(mine ? local : 0) * hidden;
+  for (int i = threadIdx.x; i < hidden; i += blockDim.x) out[row * hidden + i] = mine ? __bfloat162float(src[i]) : 0.0f;
+}
+
 // Order-preserving map of a float onto unsigned bits (larger float, larger key).
 __device__ __forceinline__ unsigned ordered_bits(float value) {
   const unsigned bits = __float_as_uint(value);
@@ -87,6 +96,13 @@ __global__ void argmax_kernel(const float* x_rows, int n, int32_t* out_rows, uns
 
 void embedding(const int32_t* ids, int n, const bf16_bits* table, int hidden, float* out, cudaStream_t stream) {
   embedding_kernel<<<n, 256, 0, stream>>>(ids, reinterpret_cast<const __nv_bfloat16*>(table), hidden, out);
+  LAZYSCOPE_CUDA_LAUNCH_CHECK();
+}
+
+void embedding_shard(const int32_t* ids, int n, const bf16_bits* table, int vocab_begin, int vocab_count, int hidden,
+                     float* out, cudaStream_t stream) {
+  embedding_shard_kernel<<<n, 256, 0, stream>>>(ids, reinterpret_cast<const __nv_bfloat16*>(table), vocab_begin,
+                                                vocab_count, hidden, out);
   LAZYSCOPE_CUDA_LAUNCH_CHECK();
 }
 

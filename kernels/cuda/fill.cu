@@ -13,14 +13,28 @@ __device__ uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
+// Element `index` of the tensor made with `seed`: a function of the two alone.
+__device__ __nv_bfloat16 random_value(uint64_t seed, int64_t index, float scale) {
+  const uint64_t bits = mix64(seed * 0x9e3779b97f4a7c15ull + uint64_t(index));
+  // Box-Muller from two 24-bit uniforms.
+  const float u1 = (float((bits >> 40) & 0xffffff) + 1.0f) * (1.0f / 16777217.0f);
+  const float u2 = float((bits >> 8) & 0xffffff) * (1.0f / 16777216.0f);
+  const float normal = sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);
+  return __float2bfloat16(normal * scale);
+}
+
 __global__ void fill_random_kernel(__nv_bfloat16* out, int64_t count, uint64_t seed, float scale) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x) {
-    const uint64_t bits = mix64(seed * 0x9e3779b97f4a7c15ull + uint64_t(i));
-    // Box-Muller from two 24-bit uniforms.
-    const float u1 = (float((bits >> 40) & 0xffffff) + 1.0f) * (1.0f / 16777217.0f);
-    const float u2 = float((bits >> 8) & 0xffffff) * (1.0f / 16777216.0f);
-    const float normal = sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);
-    out[i] = __float2bfloat16(normal * scale);
+    out[i] = random_value(seed, i, scale);
+  }
+}
+
+__global__ void fill_random_block_kernel(__nv_bfloat16* out, int64_t rows, int64_t cols, int64_t full_cols,
+                                         int64_t row_begin, int64_t col_begin, uint64_t seed, float scale) {
+  const int64_t count = rows * cols;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t row = i / cols, col = i % cols;
+    out[i] = random_value(seed, (row_begin + row) * full_cols + col_begin + col, scale);
   }
 }
 
@@ -45,6 +59,14 @@ int grid_for(int64_t count) {
 
 void fill_random_bf16(bf16_bits* out, int64_t count, uint64_t seed, float scale, cudaStream_t stream) {
   fill_random_kernel<<<grid_for(count), 256, 0, stream>>>(reinterpret_cast<__nv_bfloat16*>(out), count, seed, scale);
+  LAZYSCOPE_CUDA_LAUNCH_CHECK();
+}
+
+void fill_random_bf16_block(bf16_bits* out, int64_t rows, int64_t cols, int64_t full_cols, int64_t row_begin,
+                            int64_t col_begin, uint64_t seed, float scale, cudaStream_t stream) {
+  fill_random_block_kernel<<<grid_for(rows * cols), 256, 0, stream>>>(reinterpret_cast<__nv_bfloat16*>(out), rows,
+                                                                      cols, full_cols, row_begin, col_begin, seed,
+                                                                      scale);
   LAZYSCOPE_CUDA_LAUNCH_CHECK();
 }
 
