@@ -18,22 +18,10 @@
 #include "base/error.h"
 #include "base/limits.h"
 #include "base/output_guard.h"
-#include "kernels/backend.h"
 #include "profiler/session_recorder.h"
 
 namespace lazyscope::cli {
 namespace {
-
-// --tp: 1..the CUDA GPUs of this machine, refused while parsing with why (no GPU, NCCL compiled out).
-CLI::Validator tensor_parallel_range() {
-  return CLI::Validator(
-      [](std::string& value) -> std::string {
-        int ranks = 0;
-        if (!CLI::detail::lexical_cast(value, ranks)) return "'" + value + "' is not a number";
-        return tensor_parallel_error(ranks);
-      },
-      "in 1..GPUs");
-}
 
 struct GenerateArgs {
   std::string model;

@@ -41,6 +41,7 @@ struct WorkloadArgs {
   int step_tokens = 2048;
   int max_running = 256;
   int threads = 0;
+  int tensor_parallel = 0;
   uint64_t weight_seed = 1;
 };
 
@@ -189,6 +190,7 @@ void run_workload_command(WorkloadArgs a, const CLI::App& cmd) {
   if (a.backend != "accounting" && a.model.empty() && config.synthetic.empty()) config.synthetic = a.shape;
   config.block_size = a.block_size;
   config.cpu_threads = a.threads;
+  config.tensor_parallel = a.tensor_parallel;
   config.weight_seed = a.weight_seed;
   ProgressBar bar;
   ServingEngine engine(config, bar.callback());
@@ -443,6 +445,10 @@ void add_workload_command(CLI::App& app) {
       ->check(in_range(1, 65536));
   cmd->add_option("--threads", a->threads, "CPU backend threads (0 = all cores)")->capture_default_str()
       ->check(in_range(0, 4096));
+  cmd->add_option("--tp", a->tensor_parallel,
+                  "With --backend cuda: split the backend over this many GPUs (1..the GPUs on this machine; "
+                  "docs/tensor_parallel.md)")
+      ->check(tensor_parallel_range());
   cmd->add_option("--weight-seed", a->weight_seed, "Seed of synthetic weights")->capture_default_str();
   cmd->add_option("--json", a->json, "Write the results as JSON to FILE");
   cmd->add_option("--record", a->record, "Save requests, scheduler steps and pool occupancy as a SQLite session report");

@@ -8,6 +8,8 @@
 #include <string>
 #include <type_traits>
 
+#include "kernels/backend.h"
+
 namespace lazyscope::cli {
 
 template <class T>
@@ -25,6 +27,18 @@ CLI::Validator in_range(T lo, T hi) {
         return {};
       },
       "in " + text);
+}
+
+// --tp: 1..the CUDA GPUs of this machine, refused while parsing with why (no GPU, the CPU-only
+// build, NCCL compiled out).
+inline CLI::Validator tensor_parallel_range() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        int ranks = 0;
+        if (!CLI::detail::lexical_cast(value, ranks)) return "'" + value + "' is not a number";
+        return tensor_parallel_error(ranks);
+      },
+      "in 1..GPUs");
 }
 
 }  // namespace lazyscope::cli

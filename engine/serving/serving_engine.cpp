@@ -48,7 +48,7 @@ ServingEngine::ServingEngine(const ServingConfig& config, const ProgressFn& prog
   if (!config.synthetic.empty()) {
     shape_ = synthetic_shape(config.synthetic);
     identity_ = "synthetic:" + config.synthetic + ":" + std::to_string(config.weight_seed);
-    backend_ = make_backend(kind, config.cpu_threads);
+    backend_ = make_backend(kind, config.cpu_threads, CpuPrecision::Exact, config.tensor_parallel);
     if (std::string why = backend_->unsupported_reason(shape_); !why.empty()) throw Error(why);
     if (progress) progress(0.2, "making synthetic " + config.synthetic + " weights on " + backend_->name());
     backend_->load_synthetic(shape_, config.weight_seed);
@@ -57,7 +57,7 @@ ServingEngine::ServingEngine(const ServingConfig& config, const ProgressFn& prog
     loaded_ = std::make_unique<LoadedModel>(load_model(config.model, progress));
     shape_ = loaded_->config.shape;
     identity_ = loaded_->identity;
-    backend_ = make_backend(kind, config.cpu_threads);
+    backend_ = make_backend(kind, config.cpu_threads, CpuPrecision::Exact, config.tensor_parallel);
     if (std::string why = backend_->unsupported_reason(shape_); !why.empty()) throw Error(why);
     if (progress) progress(0.9, "uploading weights to " + backend_->name());
     backend_->load(shape_, loaded_->weights.view());

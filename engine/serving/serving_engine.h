@@ -25,6 +25,7 @@ struct ServingConfig {
   std::string synthetic;               // random weights of this shape; accounting: the shape
   uint64_t weight_seed = 1;
   int cpu_threads = 0;
+  int tensor_parallel = 0;             // cuda: > 0 splits the backend over this many GPUs (--tp)
   int block_size = 16;
   std::size_t kv_element_bytes = 0;    // accounting: bytes per KV value (0: 2, a bf16 pool)
 };

@@ -1,6 +1,7 @@
 // NCCL all-reduce and all-gather for the tensor-parallel ranks, or errors when built without NCCL.
 #include "kernels/cuda/collectives.h"
 
+#include <cstdlib>
 #include <string>
 
 #include "base/error.h"
@@ -24,6 +25,8 @@ void check(ncclResult_t result, const char* what) {
 bool tensor_parallel_compiled() { return true; }
 
 std::vector<ncclComm*> make_communicators(const std::vector<int>& devices) {
+  // Never NVLink multicast (NVLS): the machines this runs on must keep it off.
+  setenv("NCCL_NVLS_ENABLE", "0", 1);
   std::vector<ncclComm_t> comms(devices.size(), nullptr);
   check(ncclCommInitAll(comms.data(), int(devices.size()), devices.data()), "ncclCommInitAll");
   return {comms.begin(), comms.end()};

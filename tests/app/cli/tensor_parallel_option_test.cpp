@@ -1,5 +1,5 @@
-// --tp: refused while parsing, with why, when the size is outside 1..the GPUs of this machine or
-// when the build has no NCCL (tensor parallelism compiled out).
+// --tp (generate, workload): refused while parsing, with why, when the size is outside 1..the
+// GPUs of this machine or when the build has no NCCL (tensor parallelism compiled out).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -33,12 +33,14 @@ TEST(TensorParallelOption, SizesThisMachineCannotRunAreRefusedWithWhy) {
   for (int ranks : {0, gpus + 1, 2}) {
     const std::string why = lazyscope::tensor_parallel_error(ranks);
     if (why.empty()) continue;  // --tp 2 on a machine with two GPUs and NCCL runs
-    SCOPED_TRACE(ranks);
-    const Outcome o =
-        run("generate --synthetic tiny --tp " + std::to_string(ranks) + " --max-new-tokens 1");
-    EXPECT_NE(o.status, 0) << o.output;
-    EXPECT_NE(o.status, 124) << "timed out: " << o.output;
-    EXPECT_NE(o.output.find(why), std::string::npos) << o.output;
+    for (const std::string command :
+         {"generate --synthetic tiny", "workload --backend cuda --synthetic tiny"}) {
+      SCOPED_TRACE(command + " --tp " + std::to_string(ranks));
+      const Outcome o = run(command + " --tp " + std::to_string(ranks));
+      EXPECT_NE(o.status, 0) << o.output;
+      EXPECT_NE(o.status, 124) << "timed out: " << o.output;
+      EXPECT_NE(o.output.find(why), std::string::npos) << o.output;
+    }
   }
   EXPECT_NE(lazyscope::tensor_parallel_error(0), "");
   EXPECT_NE(lazyscope::tensor_parallel_error(gpus + 1), "");
