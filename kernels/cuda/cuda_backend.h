@@ -67,7 +67,8 @@ class CudaBackend final : public Backend {
   // gathers the logits shards (all-gather). Only rank 0 copies logits to the host.
   void set_tensor_shard(const TensorShard& shard, ncclComm* comm);
   // Wall seconds the all-reduces of the steps so far took on the host clock, when
-  // time_collectives is set (the benchmark's share of a step; it synchronises around each one).
+  // time_collectives is set (the benchmark's share of a step). It synchronises around each one,
+  // so it needs CudaTuning::graphs off (a graph capture cannot synchronise).
   bool time_collectives = false;
   double collective_seconds = 0;
 
