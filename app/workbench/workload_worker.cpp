@@ -30,6 +30,8 @@ class StreamingObserver final : public ServingObserver, public EventSink {
     last_t_ = s.t_s + s.duration_s;
     maybe_flush();
   }
+  // The engine's event of the same name stays as EventSink has it (not hidden by this one).
+  using EventSink::on_request_finished;
   void on_request_finished(const RequestRecord& r) override {
     records_.push_back(r);
     ++done_;
