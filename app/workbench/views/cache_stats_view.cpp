@@ -67,7 +67,7 @@ QColor policy_color(const QString& key) {
   if (key == "lazy") return QColor(31, 119, 180);
   if (key == "materialized") return QColor(214, 39, 40);
   if (key == "full") return QColor(90, 90, 90);
-  if (key == "none") return QColor(140, 86, 75);
+  if (key == "none") return QColor(188, 189, 34);  // olive: brown read as a second red beside materialized
   if (key == "prefix") return QColor(44, 160, 44);
   if (key == "positional") return QColor(148, 103, 189);
   return QColor(23, 190, 207);
