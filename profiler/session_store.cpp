@@ -76,17 +76,24 @@ class Db {
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) throw Error(path_ + ": the session file is damaged or truncated (" + sqlite3_errmsg(db_) + ")");
   }
+  // The tables' names are read once per connection: a reader asks for twenty of them, and each
+  // query of its own cost a statement's compile and a scan of the schema table.
   bool has_table(const std::string& name) {
-    bool found = false;
-    each_row("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '" + name + "'",
-             [&](sqlite3_stmt*) { found = true; });
-    return found;
+    if (!tables_read_) {
+      each_row("SELECT name FROM sqlite_master WHERE type = 'table'", [&](sqlite3_stmt* st) {
+        if (const unsigned char* t = sqlite3_column_text(st, 0)) tables_.insert(reinterpret_cast<const char*>(t));
+      });
+      tables_read_ = true;
+    }
+    return tables_.count(name) != 0;
   }
   const std::string& path() const { return path_; }
 
  private:
   std::string path_;
   sqlite3* db_ = nullptr;
+  std::set<std::string> tables_;
+  bool tables_read_ = false;
 };
 
 struct Stmt {

@@ -127,6 +127,26 @@ TEST(SessionStore, ReportMissingATableIsRefused) {
   std::filesystem::remove(path);
 }
 
+// The reader looks the tables up in one list read from the schema: a view or an index of a
+// table's name does not stand in for the table.
+TEST(SessionStore, ViewOrIndexInPlaceOfATableIsRefused) {
+  SessionRecording rec = record_two_requests();
+  const auto path = temp("ls-session-view.db");
+  for (const char* swap : {"DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL; CREATE VIEW CUPTI_ACTIVITY_KIND_KERNEL AS SELECT 1",
+                           "DROP TABLE spans; CREATE TABLE t(x); CREATE INDEX spans ON t(x)"}) {
+    save_session_sqlite(rec, path);
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, swap, nullptr, nullptr, nullptr), SQLITE_OK) << swap;
+    sqlite3_close(db);
+    const std::string error = load_error(path);
+    EXPECT_NE(error.find("is missing"), std::string::npos) << swap << ": " << error;
+  }
+  save_session_sqlite(rec, path);  // and the untouched report still loads
+  EXPECT_EQ(load_error(path), "");
+  std::filesystem::remove(path);
+}
+
 TEST(SessionStore, SqliteFileThatIsNotAReportIsRefused) {
   const auto path = temp("ls-session-other.db");
   std::filesystem::remove(path);
