@@ -20,6 +20,7 @@
 #   SANITIZE_JOBS     test processes at once (default: half the cores, at most 8)
 #   SANITIZE_CHUNK    tests per process (default 6)
 #   SANITIZE_FILTER   gtest filter of test_kernels_cuda's tests (default every GPU test)
+#   SANITIZE_SERVING_FILTER  the same for test_engine_serving (default BatchedTokens.Cuda*; "-" none)
 # Under initcheck the backend zeroes each cuBLAS GEMM's output just before the GEMM
 # (LAZYSCOPE_CUDA_ZERO_GEMM_OUTPUTS=1, kernels/cuda/tool_switches.h): initcheck does not see
 # cuBLAS's Hopper kernels store. One backend test runs under initcheck without it too, as the
@@ -64,6 +65,7 @@ fi
 kernels=$B/tests/test_kernels_cuda
 serving=$B/tests/test_engine_serving
 gpu_filter=${SANITIZE_FILTER:-*}
+serving_filter=${SANITIZE_SERVING_FILTER:-BatchedTokens.Cuda*}
 commands=()
 if [ -x "$probe" ]; then
   # initcheck on a cuBLAS GEMM's output read by a plain kernel, with and without zeroing it first
@@ -84,13 +86,14 @@ if [ -n "${SANITIZE_END_BY:-}" ]; then
 fi
 echo "sanitizer budget: $budget s"
 jobs=${SANITIZE_JOBS:-$(($(nproc) / 2))}
-((jobs > 8)) && jobs=8
+[ -z "${SANITIZE_JOBS:-}" ] && ((jobs > 8)) && jobs=8
 ((jobs < 1)) && jobs=1
 args=(--out "$OUT" --tools "$(IFS=,; echo "${tools[*]}")" --budget "$budget" --jobs "$jobs"
   --chunk "${SANITIZE_CHUNK:-6}"
-  --binary "$kernels=$gpu_filter-DeviceTrace.*" --binary "$serving=BatchedTokens.Cuda*"
-  --unsanitized "$kernels=$gpu_filter" --unsanitized "$serving=BatchedTokens.Cuda*"
-  --heavy 'SmolLM2|FusedDecodeMatchesSeparateOps|GreedyMatchesCpuBackend|BatchedTokens|PrefillManyTiles|GraphStepsMatchStream|ProgrammaticLaunch|DecodeSplitsCap'
+  --binary "$kernels=$gpu_filter-DeviceTrace.*" --unsanitized "$kernels=$gpu_filter")
+[ "$serving_filter" != - ] && args+=(--binary "$serving=$serving_filter" --unsanitized "$serving=$serving_filter")
+args+=(
+  --heavy 'SmolLM2|BatchedDecodeTest|FusedDecodeMatchesSeparateOps|GreedyMatchesCpuBackend|BatchedTokens|PrefillManyTiles|GraphStepsMatchStream|ProgrammaticLaunch|DecodeSplitsCap'
   --initcheck-control 'HeadDims/BackendTest.LogitsMatchCpuBackendOnTinyModel/D64_gqa4')
 # (The help into a variable first: grep -q under pipefail would fail the pipe it leaves early.)
 help=$(compute-sanitizer --help 2>&1)

@@ -9,6 +9,7 @@
 #include "engine/serving/serving_engine.h"
 #include "kernels/backend.h"
 #include "kernels/synthetic_shapes.h"
+#include "support/progress.h"
 
 namespace lazyscope {
 namespace {
@@ -42,6 +43,8 @@ std::vector<std::vector<int32_t>> serve(Backend& backend, const Workload& w, Pol
   so.keep_tokens = true;
   auto exec = make_backend_executor(backend);
   const ServingResult r = run_scheduler(w, cache, *exec, so);
+  test::progress(policy == Policy::Lazy ? "served, lazy: requests" : "served, materialized: requests",
+                 int(w.requests.size()));
   std::vector<std::vector<int32_t>> out;
   for (const RequestRecord& rec : r.records) out.push_back(rec.tokens);
   return out;

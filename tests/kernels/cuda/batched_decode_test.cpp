@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "gpu_test_util.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "support/progress.h"
 
 namespace lazyscope::cuda {
 namespace {
@@ -18,6 +19,7 @@ namespace {
 using test::DecodingSequence;
 using test::host_argmax;
 using test::prefill;
+using lazyscope::test::progress;
 using test::random_tokens;
 using test::random_weights;
 using test::relative_error;
@@ -50,6 +52,7 @@ class BatchedDecodeTest : public testing::TestWithParam<BatchCase> {};
 TEST_P(BatchedDecodeTest, EachSequenceGetsItsSingleSequenceLogits) {
   LAZYSCOPE_REQUIRE_GPU();
   const BatchCase c = GetParam();
+  progress("start");
   const ModelShape shape = tiny_shape(c.head_dim);
   HostWeights w = random_weights(shape, 91);
   CudaBackend single, batched;
@@ -66,6 +69,7 @@ TEST_P(BatchedDecodeTest, EachSequenceGetsItsSingleSequenceLogits) {
     a = prefill(*backend, doc_a, 0, 0, kBlock, {}, false, nullptr);
     b = prefill(*backend, doc_b, 0, 4, kBlock, {}, false, nullptr);
   }
+  progress("loaded, documents prefilled");
   // Sequence i: lazy ones attend to the documents in an order of their own (the second at a
   // shift), then their own prompt; plain ones have only their own prompt, from position 0.
   // Contexts differ in length so tables, split counts and block boundaries differ.
@@ -100,6 +104,7 @@ TEST_P(BatchedDecodeTest, EachSequenceGetsItsSingleSequenceLogits) {
     s.own_tokens = int(prompt.size());
     s.next_position = start + int(prompt.size());
     s.next_token = host_argmax(logits);
+    progress("prefilled sequence", i);
   }
   for (int round = 0; round < 3; ++round) {
     std::vector<ForwardStep> steps;
@@ -111,6 +116,7 @@ TEST_P(BatchedDecodeTest, EachSequenceGetsItsSingleSequenceLogits) {
     // exactly the host argmax of the batch's own logits.
     std::vector<int32_t> greedy(c.batch, -1);
     batched.forward_batch_greedy(steps, greedy);
+    progress("batched steps (logits, greedy) of round", round);
     for (int i = 0; i < c.batch; ++i) {
       ForwardStep one = steps[i];
       one.want_logits = true;
@@ -122,6 +128,7 @@ TEST_P(BatchedDecodeTest, EachSequenceGetsItsSingleSequenceLogits) {
       EXPECT_EQ(greedy[i], host_argmax(row)) << "sequence " << i << ", round " << round;
       sequences[i].advance(host_argmax(expected));
     }
+    progress("single-sequence steps of round", round);
   }
   EXPECT_GT(single.graph_replays(), 0);
 }
