@@ -27,6 +27,7 @@
 #   CAMPAIGN_MERGE=0       keeps the corpora whole; by default each is minimised with -merge=1 when
 #                          that takes under CAMPAIGN_MERGE_S seconds (default 30)
 #   CAMPAIGN_WORK          scratch folder (default /tmp/campaign)
+#   CAMPAIGN_DRY=1         prints the workers each target would get and stops
 # Workers of one target share its corpus folder (libFuzzer reloads it every second), and the
 # tables sum their executions.
 set -uo pipefail
@@ -156,6 +157,7 @@ run() {
   echo "campaign: ${#targets[@]} targets, $total workers on ${#cpus[@]} CPUs (${CAMPAIGN_CPUS:-all}), $seconds s each"
   for t in "${targets[@]}"; do printf '%s=%d (%d done, %d/s) ' "$t" "${workers[$t]}" "${done_runs[$t]}" "${rate[$t]}"; done
   echo
+  [ "${CAMPAIGN_DRY:-0}" = 1 ] && return 0  # only the plan
   local pids=() logs_of=() slot=0
   for t in "${targets[@]}"; do
     mkdir -p "$work/$t/corpus" "$work/$t/crashes"
