@@ -13,7 +13,7 @@ struct ToolSwitches {
   // LAZYSCOPE_CUDA_NO_PDL=1: every kernel launches without programmatic dependent launch.
   bool no_programmatic_launch = false;
   // LAZYSCOPE_CUDA_NO_GRAPHS=1: one-token steps run on the stream, never from CUDA graphs (tests
-  // that count graph replays fail under it by design).
+  // that count graph replays then expect none: tests/kernels/cuda/gpu_test_util.h).
   bool no_graphs = false;
 };
 

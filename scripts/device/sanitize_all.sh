@@ -19,7 +19,8 @@
 #                     shrinks to fit it after the build (for a device call with less time)
 #   SANITIZE_JOBS     test processes at once (default: half the cores, at most 8)
 #   SANITIZE_CHUNK    tests per process (default 6)
-#   SANITIZE_FILTER   gtest filter of test_kernels_cuda's tests (default every GPU test)
+#   SANITIZE_FILTER   gtest filter of test_kernels_cuda's tests (default every GPU test); it may
+#                     have negative patterns ("*-Batches/BatchedDecodeTest.*/batch64_*")
 #   SANITIZE_SERVING_FILTER  the same for test_engine_serving (default BatchedTokens.Cuda*; "-" none)
 # Under initcheck the backend zeroes each cuBLAS GEMM's output just before the GEMM
 # (LAZYSCOPE_CUDA_ZERO_GEMM_OUTPUTS=1, kernels/cuda/tool_switches.h): initcheck does not see
@@ -65,6 +66,8 @@ fi
 kernels=$B/tests/test_kernels_cuda
 serving=$B/tests/test_engine_serving
 gpu_filter=${SANITIZE_FILTER:-*}
+# DeviceTrace.* joins the filter's negative patterns ("A:B-C:D" -> "A:B-C:D:DeviceTrace.*").
+if [[ $gpu_filter == *-* ]]; then no_trace="$gpu_filter:DeviceTrace.*"; else no_trace="$gpu_filter-DeviceTrace.*"; fi
 serving_filter=${SANITIZE_SERVING_FILTER:-BatchedTokens.Cuda*}
 commands=()
 if [ -x "$probe" ]; then
@@ -90,7 +93,7 @@ jobs=${SANITIZE_JOBS:-$(($(nproc) / 2))}
 ((jobs < 1)) && jobs=1
 args=(--out "$OUT" --tools "$(IFS=,; echo "${tools[*]}")" --budget "$budget" --jobs "$jobs"
   --chunk "${SANITIZE_CHUNK:-6}"
-  --binary "$kernels=$gpu_filter-DeviceTrace.*" --unsanitized "$kernels=$gpu_filter")
+  --binary "$kernels=$no_trace" --unsanitized "$kernels=$gpu_filter")
 [ "$serving_filter" != - ] && args+=(--binary "$serving=$serving_filter" --unsanitized "$serving=$serving_filter")
 args+=(
   --heavy 'SmolLM2|BatchedDecodeTest|FusedDecodeMatchesSeparateOps|GreedyMatchesCpuBackend|BatchedTokens|PrefillManyTiles|GraphStepsMatchStream|ProgrammaticLaunch|DecodeSplitsCap'

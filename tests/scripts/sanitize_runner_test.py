@@ -3,7 +3,8 @@
 compute-sanitizer that print what the real ones print, so that the runner's bookkeeping is checked:
 a timeout is never a pass, a test that breaks racecheck is named and retried with PDL off, the tests
 after a break run again, a tool that does not start is not restarted the same way, race records
-inside cuBLAS's kernels are counted apart, and a clean run exits 0."""
+inside cuBLAS's kernels and API errors inside NCCL are counted apart (those in our code are not), and
+a clean run exits 0."""
 
 import os
 import subprocess
@@ -50,6 +51,16 @@ FAKE_GTEST = textwrap.dedent("""\
         if t == "Gemm.Prefill" and tool == "racecheck":
             print("========= Error: Race reported between Read access at nvjet_sm90_tss_8x64_badd_TNN+0xb00", flush=True)
             print("=========     and Write access at nvjet_sm90_tss_8x64_badd_TNN+0x2770 [288 hazards]", flush=True)
+        if t.startswith("Comm.") and tool == "memcheck":
+            # An API call that fails inside a library (NCCL probing its kernels), or inside ours.
+            caller = "libnccl.so.2" if t == "Comm.Init" else "fake_gtest"
+            print('========= Program hit cudaErrorNoKernelImageForDevice (error 209) due to "no kernel image '
+                  'is available for execution on the device" on CUDA API call to cudaFuncGetAttributes.')
+            print("=========     Saved host backtrace up to driver entry point at error")
+            print("=========         Host Frame:  [0x4cb045] in libcuda.so.1")
+            print(f"=========         Host Frame:  [0x1babc0] in {caller}")
+            print("=========         Host Frame: main [0x4f78f] in fake_gtest")
+            print("========= ", flush=True)
         print(f"[       OK ] {t} (2 ms)", flush=True)
     sys.exit(1 if failed else 0)
     """)
@@ -72,7 +83,7 @@ FAKE_SANITIZER = textwrap.dedent("""\
     if tool == "racecheck":
         print(f"========= RACECHECK SUMMARY: {races} hazards displayed ({races} errors, 0 warnings)")
     else:
-        print("========= ERROR SUMMARY: 0 errors")
+        print(f"========= ERROR SUMMARY: {out.stdout.count('Program hit')} errors")
     sys.exit(out.returncode)
     """)
 
@@ -119,6 +130,17 @@ def main():
         check("cuBLAS race records are not our errors", race and race["errors"] == "0" and race["passed"] == "4", text)
         check("cuBLAS race records are reported apart", "1 race records inside nvjet_sm90_tss_8x64_badd_TNN" in text,
               text)
+
+        rc, text = run(work, ["Plain.A", "Comm.Init"], "memcheck", 60)
+        mem = row(text, "memcheck")
+        check("an API error inside NCCL is not ours", rc == 0 and mem and mem["errors"] == "0", text)
+        check("an API error inside NCCL is reported apart",
+              "1 API errors: cudaFuncGetAttributes returning cudaErrorNoKernelImageForDevice inside libnccl.so.2"
+              in text, text)
+        rc, text = run(work, ["Plain.A", "Comm.Ours"], "memcheck", 60)
+        mem = row(text, "memcheck")
+        check("an API error in our own code counts", rc != 0 and mem and mem["errors"] == "1"
+              and "Comm.Ours (fake_gtest): OK, 1 sanitizer reports" in text, text)
 
         broken = ["Plain.A", "Graph.BreaksRacecheck", "Graph.After", "Plain.B"]
         rc, text = run(work, broken, "racecheck", 60)

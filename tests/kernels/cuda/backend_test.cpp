@@ -17,6 +17,8 @@
 namespace lazyscope::cuda {
 namespace {
 
+using test::graph_use_as_expected;
+using test::graphs_switched_off;
 using test::host_argmax;
 using test::next_step;
 using test::prefill;
@@ -218,8 +220,11 @@ TEST(CudaGraphTest, GraphStepsMatchStreamStepsExactly) {
     ++length;
   }
   EXPECT_EQ(greedy_checks + logits_checks, 100);
-  EXPECT_GT(graph.graph_replays(), 60) << "the graph backend should replay most steps";
-  EXPECT_LT(graph.graph_captures(), graph.graph_replays());
+  EXPECT_TRUE(graph_use_as_expected(graph.graph_replays(), graph.graph_captures(), 61))
+      << "the graph backend should replay most steps";
+  if (!graphs_switched_off()) {
+    EXPECT_LT(graph.graph_captures(), graph.graph_replays());
+  }
   EXPECT_EQ(stream.graph_replays(), 0);
   EXPECT_EQ(stream.graph_captures(), 0);
 }
@@ -335,7 +340,7 @@ TEST(CudaGraphTest, ProgrammaticLaunchGivesIdenticalLogits) {
     ASSERT_EQ(pdl_logits, plain_logits) << "step " << i;
     token = host_argmax(plain_logits);
   }
-  EXPECT_GT(pdl.graph_replays(), 0);
+  EXPECT_TRUE(graph_use_as_expected(pdl.graph_replays(), pdl.graph_captures(), 1));
 }
 
 // Tuning values outside their range are refused with the field named; the backend keeps its choices.
@@ -415,7 +420,7 @@ TEST(CudaGraphTest, GreedyMatchesCpuBackend) {
     }
     token = cpu_token;
   }
-  EXPECT_GT(gpu.graph_replays(), 0);
+  EXPECT_TRUE(graph_use_as_expected(gpu.graph_replays(), gpu.graph_captures(), 1));
 }
 
 TEST(CudaEntryTest, DeviceCountNeverThrows) {

@@ -9,6 +9,7 @@
 #include "kernels/cuda/bf16_host.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device_buffer.h"
+#include "kernels/cuda/tool_switches.h"
 #include "kernels/cuda_entry.h"
 
 #define LAZYSCOPE_REQUIRE_GPU()                                                              \
@@ -62,6 +63,22 @@ inline double relative_error(const std::vector<float>& out, const std::vector<fl
     norm += double(ref[i]) * double(ref[i]);
   }
   return std::sqrt(diff / std::max(norm, 1e-30));
+}
+
+// Whether LAZYSCOPE_CUDA_NO_GRAPHS=1 (the GPU sanitizer runner's last retry) keeps every step off
+// CUDA graphs in this process.
+inline bool graphs_switched_off() { return tool_switches().no_graphs; }
+
+// A backend that uses graphs replayed at least `at_least` steps from them; with graphs switched
+// off it replayed and captured none.
+inline testing::AssertionResult graph_use_as_expected(long replays, long captures, long at_least) {
+  if (graphs_switched_off()) {
+    if (replays == 0 && captures == 0) return testing::AssertionSuccess();
+    return testing::AssertionFailure() << "graphs are switched off, yet " << replays << " replays and "
+                                       << captures << " captures";
+  }
+  if (replays >= at_least) return testing::AssertionSuccess();
+  return testing::AssertionFailure() << replays << " graph replays, expected at least " << at_least;
 }
 
 }  // namespace lazyscope::cuda::test
