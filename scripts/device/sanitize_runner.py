@@ -191,11 +191,12 @@ class Runner:
         # One summary per process: racecheck's own if it printed one, else the error summary.
         race = [RACE_COUNTS.search(l) for l in summary_lines if RACE_COUNTS.search(l)]
         with self.lock:
-            s = self.summaries.setdefault(job.label, {"errors": 0, "warnings": 0, "processes": 0, "library": {}})
+            s = self.summaries.setdefault(job.label, {"errors": 0, "warnings": 0, "processes": 0, "library": {},
+                                                      "library_api": {}})
             for kernel, count in library.items():
                 s["library"][kernel] = s["library"].get(kernel, 0) + count
             for call, count in library_api.items():
-                s.setdefault("library_api", {})[call] = s.setdefault("library_api", {}).get(call, 0) + count
+                s["library_api"][call] = s["library_api"].get(call, 0) + count
             if race:
                 # Library records are errors or warnings too: take them out of ours.
                 theirs = sum(library.values())
