@@ -308,7 +308,11 @@ Tokenizer Tokenizer::from_json(std::string_view json_text, const std::string& so
       if (bool_field(token, "single_word", false))
         throw Error(source_name + ": added token \"" + token.at("content").get<std::string>() +
                     "\" uses single_word, which is not supported");
-      AddedTokenRule rule{token.at("id").get<int32_t>(), token.at("content").get<std::string>(),
+      const auto& id = token.at("id");
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > kMaxTokenId)
+        throw Error(source_name + ": added_tokens id of token \"" + token.at("content").get<std::string>() +
+                    "\" must be an integer in 0.." + std::to_string(kMaxTokenId));
+      AddedTokenRule rule{id.get<int32_t>(), token.at("content").get<std::string>(),
                           bool_field(token, "lstrip", false), bool_field(token, "rstrip", false)};
       const bool special = bool_field(token, "special", false);
       impl.add_added_token(rule, bool_field(token, "normalized", !special));
