@@ -221,6 +221,17 @@ std::optional<std::string> parse_post_processor(const json& node, const std::str
   return std::nullopt;
 }
 
+// Bounds the id table a file can ask for.
+constexpr int64_t kMaxTokenId = (int64_t(1) << 24) - 1;
+
+// A token id read from the file: an integer in 0..kMaxTokenId, or an error naming `what`.
+int32_t checked_token_id(const json& id, const std::string& source_name, const std::string& what) {
+  if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > kMaxTokenId)
+    throw Error(source_name + ": " + what + " must be an integer in 0.." +
+                std::to_string(kMaxTokenId));
+  return id.get<int32_t>();
+}
+
 }  // namespace
 
 Tokenizer Tokenizer::from_json(std::string_view json_text, const std::string& source_name) {
@@ -264,12 +275,9 @@ Tokenizer Tokenizer::from_json(std::string_view json_text, const std::string& so
       throw Error(source_name + ": BPE byte_fallback is not supported (byte-level BPE only)");
     if (!model.contains("vocab") || !model["vocab"].is_object())
       throw Error(source_name + ": model.vocab must be an object of token -> id");
-    constexpr int64_t kMaxTokenId = (int64_t(1) << 24) - 1;  // bounds the id table a file can ask for
     for (const auto& [token, id] : model["vocab"].items()) {
-      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > kMaxTokenId)
-        throw Error(source_name + ": model.vocab id of token \"" + token + "\" must be an integer in 0.." +
-                    std::to_string(kMaxTokenId));
-      const auto value = id.get<int32_t>();
+      const int32_t value =
+          checked_token_id(id, source_name, "model.vocab id of token \"" + token + "\"");
       impl.vocab[token] = value;
       impl.set_token(value, token, false);
     }
@@ -305,15 +313,14 @@ Tokenizer Tokenizer::from_json(std::string_view json_text, const std::string& so
 
     component = "added_tokens";
     for (const auto& token : root.value("added_tokens", json::array())) {
+      const auto content = token.at("content").get<std::string>();
       if (bool_field(token, "single_word", false))
-        throw Error(source_name + ": added token \"" + token.at("content").get<std::string>() +
+        throw Error(source_name + ": added token \"" + content +
                     "\" uses single_word, which is not supported");
-      const auto& id = token.at("id");
-      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > kMaxTokenId)
-        throw Error(source_name + ": added_tokens id of token \"" + token.at("content").get<std::string>() +
-                    "\" must be an integer in 0.." + std::to_string(kMaxTokenId));
-      AddedTokenRule rule{id.get<int32_t>(), token.at("content").get<std::string>(),
-                          bool_field(token, "lstrip", false), bool_field(token, "rstrip", false)};
+      const int32_t id =
+          checked_token_id(token.at("id"), source_name, "added_tokens id of token \"" + content + "\"");
+      AddedTokenRule rule{id, content, bool_field(token, "lstrip", false),
+                          bool_field(token, "rstrip", false)};
       const bool special = bool_field(token, "special", false);
       impl.add_added_token(rule, bool_field(token, "normalized", !special));
     }

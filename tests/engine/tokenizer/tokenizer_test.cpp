@@ -457,15 +457,19 @@ TEST(TokenizerVocabIds, OutsideTheirRangeAreErrorsNamingTheToken) {
 // Found by fuzz_tokenizer (2026-12-03): an added token's id of 1.18e22 reached get<int32_t>(), which
 // is undefined behaviour; a negative or huge integer id would have sized the id table by it.
 TEST(TokenizerVocabIds, AddedTokenIdsOutsideTheirRangeAreErrorsNamingTheToken) {
-  for (const char* id : {"1.1844674407370955e22", "18446744073709551615", "2000000000", "-1", "1.5", "\"7\""}) {
-    const std::string json = std::string(R"({"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"added_tokens":[{"id":)") +
-                             id + R"(,"content":"<x>"}]})";
+  for (const char* id :
+       {"1.1844674407370955e22", "18446744073709551615", "2000000000", "-1", "1.5", "\"7\""}) {
+    const std::string json =
+        std::string(R"({"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"added_tokens":[{"id":)") +
+        id + R"(,"content":"<x>"}]})";
     try {
       (void)lazyscope::Tokenizer::from_json(json, "bad.json");
       ADD_FAILURE() << "accepted added token id " << id;
     } catch (const lazyscope::Error& e) {
-      EXPECT_NE(std::string(e.what()).find("bad.json: added_tokens id of token \"<x>\" must be an integer in 0..16777215"),
-                std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(
+                    "bad.json: added_tokens id of token \"<x>\" must be an integer in 0..16777215"),
+                std::string::npos)
+          << e.what();
     }
   }
 }
