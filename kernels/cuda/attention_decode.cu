@@ -3,7 +3,8 @@
 // 16-key units (a unit = 16 slots of one block) through a private ring of shared-memory stages
 // filled by cp.async, so two units per warp stay in flight while it computes a third. Scores and
 // P·V are mma.sync m16n8k16 (the group's heads are the A rows); the split partials are merged by
-// decode_combine_kernel. Both kernels use programmatic dependent launch.
+// decode_combine_kernel. Both kernels use programmatic dependent launch. At batch 1 the CTAs can
+// also bulk-prefetch the next GEMVs' weights into L2 as they start (DecodeParams::l2_prefetch).
 // Lazy: the CTA rotates the query once by (m − δ) for the shift of its split's first entry (the
 // D/2 angles and the G×D rotation shared by its 4 warps through shared memory, computed while the
 // first copies are in flight); a warp that meets another shift re-rotates its own fragment from the
@@ -151,6 +152,29 @@ __device__ __forceinline__ void rotate_query(const uint32_t (&q_raw)[D / 16][2],
   }
 }
 
+// This CTA's share of the DecodeParams::l2_prefetch ranges (the grid splits each range evenly),
+// as bulk L2 prefetches of up to 16 KB, one per thread in turn. Hopper and newer; a no-op before.
+__device__ __forceinline__ void prefetch_share_into_l2(const DecodeParams& p) {
+#if __CUDA_ARCH__ >= 900
+  constexpr std::size_t kChunk = 16384;
+  const std::size_t ctas = std::size_t(gridDim.x) * gridDim.y * gridDim.z;
+  const std::size_t cta = blockIdx.x + gridDim.x * (blockIdx.y + std::size_t(gridDim.y) * blockIdx.z);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const std::size_t bytes = p.l2_prefetch_bytes[r] & ~std::size_t(15);
+    if (p.l2_prefetch[r] == nullptr || bytes == 0) continue;
+    const std::size_t share = ((bytes + ctas - 1) / ctas + 15) & ~std::size_t(15);
+    const std::size_t from = cta * share, to = from + share < bytes ? from + share : bytes;
+    for (std::size_t at = from + threadIdx.x * kChunk; at < to; at += blockDim.x * kChunk) {
+      const unsigned size = unsigned(to - at < kChunk ? to - at : kChunk);
+      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(static_cast<const char*>(p.l2_prefetch[r]) + at),
+                   "r"(size)
+                   : "memory");
+    }
+  }
+#endif
+}
+
 template <int D, int G, bool LAZY>
 __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodeParams p) {
   constexpr int kStages = decode_stages<D>();
@@ -163,6 +187,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int row = lane / 4, quad_col = lane % 4;  // this lane's A/C fragment row (group head) and column pair
   __nv_bfloat16* ring = reinterpret_cast<__nv_bfloat16*>(smem) + warp * kStages * kStageElements;
+  prefetch_share_into_l2(p);                 // weights: no dependence on earlier kernels
   wait_previous_kernel_then_release_next();  // q and the pool come from earlier kernels
 
   // The query as the A fragment: row `row` (rows >= G are zero), dims kk*16 + 2*quad_col + {0,1}
@@ -593,6 +618,11 @@ void decode_attention(const DecodeParams& p, cudaStream_t stream) {
   }
   if (p.num_splits > 1 && (p.partial_o == nullptr || p.partial_ml == nullptr)) {
     throw Error("cuda decode attention: split workspace missing");
+  }
+  for (int r = 0; r < 2; ++r) {
+    if (reinterpret_cast<std::uintptr_t>(p.l2_prefetch[r]) % 16 != 0) {
+      throw Error("cuda decode attention: L2 prefetch range " + std::to_string(r) + " is not 16-byte aligned");
+    }
   }
   if (p.head_dim == 128) {
     dispatch_decode<128>(p, stream);

@@ -37,6 +37,10 @@ void check_tuning(const CudaTuning& tuning) {
     throw Error("cuda backend: gemv_prefetch_steps " + std::to_string(tuning.gemv_prefetch_steps) +
                 " is out of range (0..64)");
   }
+  if (tuning.attention_l2_prefetch_mib < 0 || tuning.attention_l2_prefetch_mib > 48) {
+    throw Error("cuda backend: attention_l2_prefetch_mib " + std::to_string(tuning.attention_l2_prefetch_mib) +
+                " is out of range (0..48)");
+  }
 }
 
 }  // namespace

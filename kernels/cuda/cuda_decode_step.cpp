@@ -225,6 +225,15 @@ void CudaBackend::enqueue_decode(const DecodeMeta& meta, int batch, int splits, 
     ap.num_splits = splits;
     ap.partial_o = partial_o_.as<float>();
     ap.partial_ml = partial_ml_.as<float>();
+    if (batch == 1 && tuning_.attention_l2_prefetch_mib > 0) {
+      // What the wo and gate_up GEMVs will read next, up to the budget, while this kernel waits on latency.
+      std::size_t budget = std::size_t(tuning_.attention_l2_prefetch_mib) << 20;
+      ap.l2_prefetch[0] = w.wo.as<bf16_bits>();
+      ap.l2_prefetch_bytes[0] = std::min(budget, w.wo.bytes());
+      budget -= ap.l2_prefetch_bytes[0];
+      ap.l2_prefetch[1] = w.w_gate_up.as<bf16_bits>();
+      ap.l2_prefetch_bytes[1] = std::min(budget, w.w_gate_up.bytes());
+    }
     decode_attention(ap, stream_);
     gemm(attn, w.wo.as<bf16_bits>(), batch, H, Q, x, true, owns_residual());  // x += attn @ wo^T
     reduce_residual(x, batch);

@@ -20,6 +20,9 @@ struct CudaTuning {
   // At most this many KV splits in one-token attention (0: decode_num_splits' choice). Run 3:
   // a cap of 16 was 0.8 % (8B) to 4.5 % (SmolLM2) faster than the uncapped 33 (less to merge).
   int decode_splits_cap = 16;
+  // Batch 1: the attention kernel, latency-bound there, bulk-prefetches into L2 the first this
+  // many MiB of the layer's wo weights and then its w_gate_up, which the next GEMVs read (0: off; 0..48).
+  int attention_l2_prefetch_mib = 16;
 };
 
 }  // namespace lazyscope::cuda
