@@ -203,6 +203,47 @@ TEST(GemvTest, SwiGluInputMatchesCpu) {
   }
 }
 
+// The separate RMSNorm and SwiGLU launches (prompt steps, batched decode) over several rows:
+// widths of a multiple of 4 / 8 take the vector kernels, the others the scalar ones; each value
+// against the CPU within a bf16 rounding (SwiGLU: the same float arithmetic, so expf apart, equal).
+TEST(NormActivationTest, RowsMatchCpuOnVectorAndScalarPaths) {
+  LAZYSCOPE_REQUIRE_GPU();
+  std::mt19937 rng(23);
+  constexpr int kRows = 37;
+  for (int cols : {4096, 2052, 4093, 37}) {
+    const std::vector<float> x = random_bf16_values(std::size_t(kRows) * cols, rng, 3.0f);
+    std::vector<float> g = random_bf16_values(cols, rng, 0.2f);
+    for (float& v : g) v += 1.0f;
+    const float eps = 1e-5f;
+    std::vector<float> expected(x.size());
+    for (int r = 0; r < kRows; ++r) {
+      double ss = 0.0;
+      for (int i = 0; i < cols; ++i) ss += double(x[std::size_t(r) * cols + i]) * x[std::size_t(r) * cols + i];
+      const float inv = float(1.0 / std::sqrt(ss / cols + eps));
+      for (int i = 0; i < cols; ++i) expected[std::size_t(r) * cols + i] = x[std::size_t(r) * cols + i] * inv * g[i];
+    }
+    DeviceBuffer d_x = upload(x), d_g = upload(g), d_out(x.size() * 2);
+    rmsnorm(d_x.as<float>(), d_g.as<float>(), kRows, cols, eps, d_out.as<bf16_bits>(), nullptr);
+    LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_LT(relative_error(test::download_bf16(d_out, x.size()), expected), 5e-3) << "rmsnorm, " << cols << " cols";
+  }
+  for (int inter : {14336, 1032, 1001, 9}) {
+    const std::vector<float> gate_up = random_bf16_values(std::size_t(kRows) * 2 * inter, rng, 2.0f);
+    std::vector<float> expected(std::size_t(kRows) * inter);
+    for (int r = 0; r < kRows; ++r) {
+      for (int i = 0; i < inter; ++i) {
+        const float gate = gate_up[std::size_t(r) * 2 * inter + i], up = gate_up[std::size_t(r) * 2 * inter + inter + i];
+        expected[std::size_t(r) * inter + i] = gate / (1.0f + std::exp(-gate)) * up;
+      }
+    }
+    DeviceBuffer d_gu = upload_as_bf16(gate_up), d_out(expected.size() * 2);
+    swiglu(d_gu.as<bf16_bits>(), kRows, inter, d_out.as<bf16_bits>(), nullptr);
+    LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_LT(relative_error(test::download_bf16(d_out, expected.size()), bf16_round(expected)), 5e-3)
+        << "swiglu, " << inter << " columns";
+  }
+}
+
 int32_t device_argmax(const std::vector<float>& values, DeviceBuffer& scratch) {
   DeviceBuffer d_x = upload(values), d_out(sizeof(int32_t));
   argmax(d_x.as<float>(), int(values.size()), d_out.as<int32_t>(), scratch.as<unsigned long long>(), nullptr);
