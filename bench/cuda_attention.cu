@@ -150,6 +150,11 @@ struct PrefillCase {
     kv_write(kw, nullptr);  // lazy: fills q_rotated for the attention-only timing
   }
   void attention() const { prefill_attention(p, nullptr); }
+  void attention_mma_sync() const {  // the mma.sync kernel, whatever the default is here
+    PrefillParams forced = p;
+    forced.kernel = PrefillParams::Kernel::MmaSync;
+    prefill_attention(forced, nullptr);
+  }
   void step() const {
     kv_write(kw, nullptr);
     prefill_attention(p, nullptr);
@@ -213,10 +218,18 @@ void prefill_table(const DeviceBuffer& inv_freq) {
               "## attn = attention kernel alone (plain: q rotated at write; lazy: per-shift q copies already written);\n"
               "## step = kv_write + attention (plain: q rotated in place; lazy: fused per-shift rotation);\n"
               "## plain and lazy timed in alternation (ABBA); overhead = median of the per-repeat lazy/plain ratios;\n"
-              "## lazy pre-pass = lazy attention with its own rotation pre-pass (the unfused path)\n");
+              "## lazy pre-pass = lazy attention with its own rotation pre-pass (the unfused path);\n"
+              "## kernel: the default here (%s); last columns: plain attention on the mma.sync kernel, timed in\n"
+              "## alternation with the default, and the default's time over it\n",
+              [&] {
+                PrefillParams probe;
+                probe.head_dim = kDim;
+                return prefill_uses_wgmma(probe) ? "wgmma, sm_90a" : "mma.sync";
+              }());
   std::printf("| shape | keys | splits plain/lazy | plain attn µs | lazy attn µs | attn overhead | plain step µs | "
-              "lazy step µs | step overhead | lazy pre-pass µs | plain TFLOP/s | lazy TFLOP/s |\n");
-  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+              "lazy step µs | step overhead | lazy pre-pass µs | plain TFLOP/s | lazy TFLOP/s | mma.sync plain µs | "
+              "mma.sync TFLOP/s | default / mma.sync |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   Pool pool = make_pool(16384 / kBlock + 16);
   std::mt19937 rng(7);
   struct Shape {
@@ -224,7 +237,8 @@ void prefill_table(const DeviceBuffer& inv_freq) {
     int prior, n;
     bool causal_full;
   };
-  for (Shape s : {Shape{"4 docs x 2K + 64-token query", 4 * 2048, 64, false}, Shape{"causal 4K", 0, 4096, true},
+  for (Shape s : {Shape{"4 docs x 2K + 64-token query", 4 * 2048, 64, false},
+                  Shape{"5 docs x 2K + 512-token query", 5 * 2048, 512, false}, Shape{"causal 4K", 0, 4096, true},
                   Shape{"causal 8K", 0, 8192, true}, Shape{"causal 16K", 0, 16384, true}}) {
     const int total = s.prior + s.n;
     const std::mt19937 shape_rng = rng;  // plain and lazy walk the same block order (only the shifts differ)
@@ -240,13 +254,16 @@ void prefill_table(const DeviceBuffer& inv_freq) {
     const PairTimes attn = time_pair([&] { plain.attention(); }, [&] { lazy.attention(); });
     const PairTimes step = time_pair([&] { plain.step(); }, [&] { lazy.step(); });
     const double prepass = bench::median_ms([&] { lazy.attention_with_prepass(); }, 15, 5, 3);
+    const PairTimes kernels = time_pair([&] { plain.attention_mma_sync(); }, [&] { plain.attention(); });
     // FLOPs: QK^T and PV, 2 each per multiply-add; causal counts the visible half.
     const double pairs = s.causal_full ? double(s.n) * (s.n + 1) / 2.0 : double(s.n) * s.prior + double(s.n) * (s.n + 1) / 2.0;
     const double flops = 4.0 * pairs * kDim * kHeads;
-    std::printf("| %s | %d | %d/%d | %.1f | %.1f | %+.1f %% | %.1f | %.1f | %+.1f %% | %.1f | %.1f | %.1f |\n", s.name,
-                total, plain.splits, lazy.splits, attn.a_ms * 1e3, attn.b_ms * 1e3, 100.0 * (attn.ratio - 1.0),
+    std::printf("| %s | %d | %d/%d | %.1f | %.1f | %+.1f %% | %.1f | %.1f | %+.1f %% | %.1f | %.1f | %.1f | %.1f | %.1f | "
+                "%.3f |\n",
+                s.name, total, plain.splits, lazy.splits, attn.a_ms * 1e3, attn.b_ms * 1e3, 100.0 * (attn.ratio - 1.0),
                 step.a_ms * 1e3, step.b_ms * 1e3, 100.0 * (step.ratio - 1.0), prepass * 1e3,
-                flops / (attn.a_ms * 1e-3) / 1e12, flops / (attn.b_ms * 1e-3) / 1e12);
+                flops / (attn.a_ms * 1e-3) / 1e12, flops / (attn.b_ms * 1e-3) / 1e12, kernels.a_ms * 1e3,
+                flops / (kernels.a_ms * 1e-3) / 1e12, kernels.ratio);
     std::fflush(stdout);
   }
 }
@@ -349,8 +366,10 @@ int main(int argc, char** argv) {
     const bool decode_only = argc > 1 && std::string(argv[1]) == "--decode";
     const int only_batch = decode_only && argc > 3 ? std::stoi(argv[2]) : 0;
     const int only_context = decode_only && argc > 3 ? std::stoi(argv[3]) : 0;
+    // `--prefill`: the prefill table alone.
+    const bool prefill_only = argc > 1 && std::string(argv[1]) == "--prefill";
     if (!decode_only) prefill_table(inv_freq);
-    decode_table(copy_gbs, inv_freq, only_batch, only_context);
+    if (!prefill_only) decode_table(copy_gbs, inv_freq, only_batch, only_context);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_cuda_attention: %s\n", e.what());
     return 1;

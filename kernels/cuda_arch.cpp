@@ -9,6 +9,7 @@ namespace {
 struct BuiltArch {
   int number = 0;
   bool sass = false, ptx = false;
+  bool arch_specific = false;  // "90a": that exact capability only
 };
 
 BuiltArch parse(const std::string& entry) {
@@ -18,9 +19,14 @@ BuiltArch parse(const std::string& entry) {
   if (digits == 0) return arch;
   arch.number = std::stoi(entry.substr(0, digits));
   std::string suffix = entry.substr(digits);
-  if (!suffix.empty() && (suffix.back() == 'a' || suffix.back() == 'f'))
+  if (!suffix.empty() && (suffix.back() == 'a' || suffix.back() == 'f')) {
+    arch.arch_specific = suffix.back() == 'a';
     suffix.pop_back();  // 90a: same rules
-  if (suffix.size() > 1 && (suffix[0] == 'a' || suffix[0] == 'f')) suffix.erase(0, 1);
+  }
+  if (suffix.size() > 1 && (suffix[0] == 'a' || suffix[0] == 'f')) {
+    arch.arch_specific = suffix[0] == 'a';
+    suffix.erase(0, 1);
+  }
   arch.sass = suffix.empty() || suffix == "-real";
   arch.ptx = suffix.empty() || suffix == "-virtual";
   return arch;
@@ -49,6 +55,10 @@ KernelPath kernel_path_for(ComputeCapability device, const std::vector<std::stri
   // The device code holds griddepcontrol / bulk prefetches only when compiled for 9.0 or newer.
   path.programmatic_launch = path.supported && number >= 90 && code >= 90;
   path.bulk_prefetch = path.programmatic_launch;
+  for (const std::string& entry : built) {
+    const BuiltArch arch = parse(entry);
+    if (arch.sass && arch.arch_specific && arch.number == 90 && number == 90) path.wgmma = true;
+  }
   return path;
 }
 

@@ -26,10 +26,13 @@ struct KernelPath {
   // launch attribute on the host) and cp.async.bulk L2 prefetches in the GEMVs.
   bool programmatic_launch = false;
   bool bulk_prefetch = false;
+  // Compute capability 9.0 exactly, with sm_90a code built ("90a-real"): the wgmma prefill kernel.
+  bool wgmma = false;
 };
 
-// `built` lists the archs compiled in as CMake writes them ("80-real", "90", "90-virtual"): a bare
-// or "-real" number brings SASS, a bare or "-virtual" number PTX.
+// `built` lists the archs compiled in as CMake writes them ("80-real", "90", "90-virtual", "90a-real"):
+// a bare or "-real" number brings SASS, a bare or "-virtual" number PTX; an "a" marks arch-specific
+// code, which runs on that exact compute capability only.
 KernelPath kernel_path_for(ComputeCapability device, const std::vector<std::string>& built);
 
 // The archs this build of the library holds (LAZYSCOPE_CUDA_ARCHS at configure time).

@@ -169,6 +169,21 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
     prefill_times.push_back(ms_since(start));
   }
   result.prefill_tokens_per_second = prefill_tokens / (median(prefill_times) * 1e-3);
+  {  // the same prefill with the mma.sync attention kernel (same call; into the warm-up's blocks,
+     // so the decode below starts from the default path's pool), a warm-up run first
+    CudaTuning mma_sync = backend.tuning();
+    mma_sync.prefill_wgmma = false;
+    backend.set_tuning(mma_sync);
+    std::vector<double> times;
+    for (int r = 0; r < 4; ++r) {
+      backend.synchronize();
+      const auto start = Clock::now();
+      run_segment(backend, prefill_tokens, 0, blocks, {}, false, true, nullptr, 1, shape.vocab_size);
+      if (r > 0) times.push_back(ms_since(start));
+    }
+    result.prefill_mma_sync_tokens_per_second = prefill_tokens / (median(times) * 1e-3);
+    backend.set_tuning(CudaTuning{});
+  }
   prompt.length = prefill_tokens;
   // Each mode decodes from the same prompt and first token (rewriting the same slots).
   std::vector<int32_t> graph_tokens, stream_tokens, logits_tokens;

@@ -29,6 +29,7 @@ struct DecodeVariant {
 // Batch-1 greedy decode after a prompt; every mode starts from the same prompt and first token.
 struct DecodeThroughput {
   double prefill_tokens_per_second = 0;  // one prompt of prefill_tokens
+  double prefill_mma_sync_tokens_per_second = 0;  // the same with the mma.sync attention kernel
   double greedy_graph_ms = 0;    // ms/token: forward_greedy (device argmax, 4-byte readback), CUDA graphs
   double greedy_stream_ms = 0;   // the same without graphs (every kernel launched from the host)
   std::vector<DecodeVariant> variants;  // the greedy graph step with one default switched off

@@ -115,7 +115,10 @@ struct PrefillParams {
   const int32_t* split_ranges = nullptr;      // lazy: [num_splits][2] tile ranges inside one shift run
   bool q_rotated_ready = false;               // lazy: kv_write already filled q_rotated (no pre-pass)
   bf16_bits* out = nullptr;              // [n, num_heads, head_dim]
-  int rows_per_warp = 32;                // 32 (default) or 16: rows of the MMA tile per warp
+  int rows_per_warp = 32;                // mma.sync: 32 (default) or 16 rows of the MMA tile per warp
+  // The kernel: Auto takes wgmma where the device and the build have it (compute capability 9.0,
+  // sm_90a code, head_dim 64 or 128), else mma.sync; MmaSync forces mma.sync (tests, benchmarks).
+  enum class Kernel { Auto, MmaSync } kernel = Kernel::Auto;
   int num_splits = 1;
   float* partial_o = nullptr;            // [n * num_heads, num_splits, head_dim]
   float* partial_ml = nullptr;
@@ -129,6 +132,10 @@ inline std::size_t lazy_query_workspace_elements(int n, int num_heads, int head_
 std::vector<int32_t> lazy_split_ranges(const AttentionPlan& plan, int seq, int splits);
 int prefill_num_splits(int n, int num_heads, int num_kv_heads, int num_tiles, int sm_count);
 void prefill_attention(const PrefillParams& p, cudaStream_t stream);
+// Whether prefill_attention takes the wgmma kernel for this head_dim on the current device.
+bool prefill_uses_wgmma(const PrefillParams& p);
+// The wgmma kernel itself (attention_prefill_sm90a.cu; only in builds with sm_90a code).
+void prefill_attention_wgmma(const PrefillParams& p, cudaStream_t stream);
 
 // Floats of split workspace the two kernels need for `rows` = queries × heads.
 inline std::size_t split_partial_o_floats(int rows, int splits, int head_dim) {

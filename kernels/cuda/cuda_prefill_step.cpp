@@ -126,6 +126,7 @@ void CudaBackend::run_prefill(const ForwardStep& step, int total_keys, StepOutpu
     ap.q_rotated = step.lazy_rotation ? q_rotated_.as<bf16_bits>() : nullptr;
     ap.split_ranges = step.lazy_rotation ? d_ranges : nullptr;
     ap.q_rotated_ready = step.lazy_rotation;  // filled by kv_write above
+    ap.kernel = tuning_.prefill_wgmma ? PrefillParams::Kernel::Auto : PrefillParams::Kernel::MmaSync;
     ap.out = attn;
     ap.num_splits = num_splits;
     ap.partial_o = partial_o_.as<float>();

@@ -64,6 +64,20 @@ TEST(CudaArchTest, AnAmpereOnlyBuildKeepsHopperOffTheHopperFeatures) {
   EXPECT_TRUE(kernel_path_for({9, 0}, {"90a-real"}).supported);
 }
 
+// The wgmma prefill kernel needs sm_90a code, which runs on compute capability 9.0 alone: not on
+// Ada, not on a later GPU (which JITs the sm_90 PTX), not from a build without the "90a" object.
+TEST(CudaArchTest, OnlyComputeCapability90WithSm90aCodeTakesWgmma) {
+  const std::vector<std::string> with_90a = {"80-real", "86-real", "89-real", "90", "90a-real"};
+  EXPECT_TRUE(kernel_path_for({9, 0}, with_90a).wgmma);
+  EXPECT_EQ(kernel_path_for({9, 0}, with_90a).sass_arch, 90);
+  for (ComputeCapability device : {ComputeCapability{8, 0}, ComputeCapability{8, 9}, ComputeCapability{10, 0},
+                                   ComputeCapability{12, 0}}) {
+    EXPECT_FALSE(kernel_path_for(device, with_90a).wgmma) << device.number();
+  }
+  EXPECT_FALSE(kernel_path_for({9, 0}, kFat).wgmma);
+  EXPECT_FALSE(kernel_path_for({9, 0}, {"90a-virtual"}).wgmma) << "PTX alone is not the sm_90a object";
+}
+
 TEST(CudaArchTest, GpusOlderThanAmpereAreRefusedByNameCapabilityAndMinimum) {
   for (ComputeCapability device :
        {ComputeCapability{7, 5}, ComputeCapability{7, 0}, ComputeCapability{6, 1}}) {

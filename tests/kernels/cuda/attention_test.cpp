@@ -12,6 +12,7 @@
 #include "gpu_test_util.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cuda/attention.h"
+#include "kernels/cuda_arch.h"
 #include "kernels/cuda/attention_plan.h"
 #include "kernels/rope.h"
 
@@ -297,8 +298,10 @@ TEST_P(AttentionTest, PrefillMatchesCpuReference) {
     const DevicePrefillPlan device_plan(plan, positions, inv_freq);
     DeviceBuffer d_q_rotated(lazy_query_workspace_elements(n, heads, c.head_dim, device_plan.num_shifts) * 2);
     const std::size_t out_count = std::size_t(n) * heads * c.head_dim;
-    for (int variant = 0; variant < 4; ++variant) {
-      const int rows_per_warp = variant < 2 ? 32 : 16;
+    // Variants 0-1: the default kernel (wgmma on Hopper builds for D 64 / 128), then mma.sync
+    // with 32 and 16 rows a warp; each with one split and with three.
+    for (int variant = 0; variant < 6; ++variant) {
+      const int rows_per_warp = variant < 4 ? 32 : 16;
       const std::vector<int32_t> ranges = lazy_split_ranges(plan, 0, variant % 2 == 0 ? 1 : 3);
       const int splits = c.lazy ? int(ranges.size() / 2) : (variant % 2 == 0 ? 1 : 3);
       DeviceBuffer d_ranges = upload(ranges);
@@ -312,18 +315,46 @@ TEST_P(AttentionTest, PrefillMatchesCpuReference) {
       p.split_ranges = d_ranges.as<int32_t>();
       p.out = d_out.as<bf16_bits>();
       p.rows_per_warp = rows_per_warp;
+      if (variant >= 2) p.kernel = PrefillParams::Kernel::MmaSync;
       p.num_splits = splits;
       p.partial_o = split_workspace.partial_o.as<float>();
       p.partial_ml = split_workspace.partial_ml.as<float>();
       prefill_attention(p, nullptr);
       LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
       const double error = relative_error(download_bf16(d_out, out_count), expected);
-      EXPECT_LT(error, kTolerance) << "n " << n << " splits " << splits << " rows/warp " << rows_per_warp;
+      EXPECT_LT(error, kTolerance) << "n " << n << " splits " << splits
+                                   << (prefill_uses_wgmma(p) ? " wgmma" : " mma.sync, rows/warp ") << rows_per_warp;
     }
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, AttentionTest, testing::ValuesIn(all_cases()), case_name);
+
+// A build with sm_90a code takes the wgmma prefill kernel on compute capability 9.0, for head
+// dims 64 and 128 unless told otherwise; any other device or head dim takes mma.sync.
+TEST(AttentionPrefillTest, HopperBuildsTakeTheWgmmaKernel) {
+  LAZYSCOPE_REQUIRE_GPU();
+  int device = 0, major = 0, minor = 0;
+  LAZYSCOPE_CUDA_CHECK(cudaGetDevice(&device));
+  LAZYSCOPE_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  LAZYSCOPE_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  const std::vector<std::string> built = built_cuda_archs();
+  const bool has_90a = std::find(built.begin(), built.end(), "90a-real") != built.end();
+  const bool expect = has_90a && major == 9 && minor == 0;
+  PrefillParams p;
+  for (int d : {64, 128}) {
+    p.head_dim = d;
+    p.kernel = PrefillParams::Kernel::Auto;
+    EXPECT_EQ(prefill_uses_wgmma(p), expect) << "D " << d << ", compute capability " << major << "." << minor;
+    p.kernel = PrefillParams::Kernel::MmaSync;
+    EXPECT_FALSE(prefill_uses_wgmma(p)) << "D " << d;
+  }
+  p.kernel = PrefillParams::Kernel::Auto;
+  for (int d : {16, 32}) {
+    p.head_dim = d;
+    EXPECT_FALSE(prefill_uses_wgmma(p)) << "D " << d;
+  }
+}
 
 TEST(AttentionPlanTest, RejectsShiftsInPlainCallsAndBadBlockSizes) {
   std::vector<BlockRef> table{{0, 5, 16}};
