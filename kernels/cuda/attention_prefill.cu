@@ -3,10 +3,8 @@
 // (attention_prefill_sm90a.cu) where the build holds sm_90a code; the lazy query pre-pass, the
 // split merge and the launches.
 #include <algorithm>
-#include <climits>
 #include <cstdint>
 #include <string>
-#include <type_traits>
 
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/attention_prefill_kernel.cuh"
