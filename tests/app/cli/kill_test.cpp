@@ -51,6 +51,7 @@ int run_cli(const std::vector<std::string>& args) {
 // Runs the command, kills it after a random delay, reports whether it was still running then.
 bool kill_at_random(const std::vector<std::string>& args, std::mt19937& rng, int max_ms) {
   const pid_t pid = spawn_cli(args);
+  if (pid <= 0) return false;  // never kill(-1, ...)
   std::this_thread::sleep_for(std::chrono::microseconds(rng() % (max_ms * 1000)));
   const bool running = kill(pid, SIGKILL) == 0;
   int status = 0;
@@ -88,11 +89,16 @@ TEST_F(KillTest, CorpusStoreSurvivesAKilledReimport) {
   const std::vector<std::string> import{"corpus",      "import", (dir_ / "passages.jsonl").string(),
                                         "--format",    "jsonl",  "--out",
                                         store.string()};
+  const auto start = std::chrono::steady_clock::now();
   ASSERT_EQ(run_cli(import), 0);
+  // Kill moments spread over one whole re-import as long as this machine takes for it (a fixed
+  // range missed every import on a fast, idle machine).
+  const int import_ms = int(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::steady_clock::now() - start).count());
   std::mt19937 rng(11);
   int killed = 0;
   for (int round = 0; round < 12; ++round) {
-    killed += kill_at_random(import, rng, 1500);
+    killed += kill_at_random(import, rng, std::max(1, import_ms));
     auto opened = lazyscope::corpora::DocumentStore::open(
         store, lazyscope::corpora::DocumentStore::Mode::read_only);
     ASSERT_EQ(opened.count(), 20000) << "round " << round;
