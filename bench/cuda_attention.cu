@@ -98,7 +98,9 @@ struct PrefillCase {
     fill_random_bf16(qkv.as<bf16_bits>(), int64_t(n) * row, 5, 1.0f, nullptr);
     const int plain_splits = prefill_num_splits(n, kHeads, kKvHeads, int(plan.tiles.size()), device_sm_count());
     const std::vector<int32_t> host_ranges = lazy_split_ranges(plan, 0, plain_splits);
-    splits = lazy ? int(host_ranges.size() / 2) : plain_splits;
+    PrefillParams probe;
+    probe.head_dim = kDim;
+    splits = lazy && prefill_splits_follow_shift_runs(probe) ? int(host_ranges.size() / 2) : plain_splits;
     ranges = upload(host_ranges);
     po.resize(split_partial_o_floats(n * kHeads, splits, kDim) * 4);
     pml.resize(split_partial_ml_floats(n * kHeads, splits) * 4);
@@ -150,9 +152,9 @@ struct PrefillCase {
     kv_write(kw, nullptr);  // lazy: fills q_rotated for the attention-only timing
   }
   void attention() const { prefill_attention(p, nullptr); }
-  void attention_mma_sync() const {  // the mma.sync kernel, whatever the default is here
+  void attention_on(PrefillParams::Kernel kernel) const {  // a given kernel, whatever the default is here
     PrefillParams forced = p;
-    forced.kernel = PrefillParams::Kernel::MmaSync;
+    forced.kernel = kernel;
     prefill_attention(forced, nullptr);
   }
   void step() const {
@@ -219,17 +221,18 @@ void prefill_table(const DeviceBuffer& inv_freq) {
               "## step = kv_write + attention (plain: q rotated in place; lazy: fused per-shift rotation);\n"
               "## plain and lazy timed in alternation (ABBA); overhead = median of the per-repeat lazy/plain ratios;\n"
               "## lazy pre-pass = lazy attention with its own rotation pre-pass (the unfused path);\n"
-              "## kernel: the default here (%s); last columns: plain attention on the mma.sync kernel, timed in\n"
-              "## alternation with the default, and the default's time over it\n",
+              "## kernel: the default here (%s); last columns: plain attention on the mma.sync kernel and on\n"
+              "## the two-CTA wgmma kernel (where there is one), each timed in alternation with the default,\n"
+              "## and the default's time over theirs\n",
               [&] {
                 PrefillParams probe;
                 probe.head_dim = kDim;
-                return prefill_uses_wgmma(probe) ? "wgmma, sm_90a" : "mma.sync";
+                return prefill_kernel_name(probe);
               }());
   std::printf("| shape | keys | splits plain/lazy | plain attn µs | lazy attn µs | attn overhead | plain step µs | "
               "lazy step µs | step overhead | lazy pre-pass µs | plain TFLOP/s | lazy TFLOP/s | mma.sync plain µs | "
-              "mma.sync TFLOP/s | default / mma.sync |\n");
-  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+              "mma.sync TFLOP/s | default / mma.sync | wgmma plain µs | wgmma TFLOP/s | default / wgmma |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   Pool pool = make_pool(16384 / kBlock + 16);
   std::mt19937 rng(7);
   struct Shape {
@@ -254,16 +257,19 @@ void prefill_table(const DeviceBuffer& inv_freq) {
     const PairTimes attn = time_pair([&] { plain.attention(); }, [&] { lazy.attention(); });
     const PairTimes step = time_pair([&] { plain.step(); }, [&] { lazy.step(); });
     const double prepass = bench::median_ms([&] { lazy.attention_with_prepass(); }, 15, 5, 3);
-    const PairTimes kernels = time_pair([&] { plain.attention_mma_sync(); }, [&] { plain.attention(); });
+    using Kernel = PrefillParams::Kernel;
+    const PairTimes kernels = time_pair([&] { plain.attention_on(Kernel::MmaSync); }, [&] { plain.attention(); });
+    const PairTimes two_cta = time_pair([&] { plain.attention_on(Kernel::Wgmma); }, [&] { plain.attention(); });
     // FLOPs: QK^T and PV, 2 each per multiply-add; causal counts the visible half.
     const double pairs = s.causal_full ? double(s.n) * (s.n + 1) / 2.0 : double(s.n) * s.prior + double(s.n) * (s.n + 1) / 2.0;
     const double flops = 4.0 * pairs * kDim * kHeads;
     std::printf("| %s | %d | %d/%d | %.1f | %.1f | %+.1f %% | %.1f | %.1f | %+.1f %% | %.1f | %.1f | %.1f | %.1f | %.1f | "
-                "%.3f |\n",
+                "%.3f | %.1f | %.1f | %.3f |\n",
                 s.name, total, plain.splits, lazy.splits, attn.a_ms * 1e3, attn.b_ms * 1e3, 100.0 * (attn.ratio - 1.0),
                 step.a_ms * 1e3, step.b_ms * 1e3, 100.0 * (step.ratio - 1.0), prepass * 1e3,
                 flops / (attn.a_ms * 1e-3) / 1e12, flops / (attn.b_ms * 1e-3) / 1e12, kernels.a_ms * 1e3,
-                flops / (kernels.a_ms * 1e-3) / 1e12, kernels.ratio);
+                flops / (kernels.a_ms * 1e-3) / 1e12, kernels.ratio, two_cta.a_ms * 1e3,
+                flops / (two_cta.a_ms * 1e-3) / 1e12, two_cta.ratio);
     std::fflush(stdout);
   }
 }

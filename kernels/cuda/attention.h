@@ -116,9 +116,11 @@ struct PrefillParams {
   bool q_rotated_ready = false;               // lazy: kv_write already filled q_rotated (no pre-pass)
   bf16_bits* out = nullptr;              // [n, num_heads, head_dim]
   int rows_per_warp = 32;                // mma.sync: 32 (default) or 16 rows of the MMA tile per warp
-  // The kernel: Auto takes wgmma where the device and the build have it (compute capability 9.0,
-  // sm_90a code, head_dim 64 or 128), else mma.sync; MmaSync forces mma.sync (tests, benchmarks).
-  enum class Kernel { Auto, MmaSync } kernel = Kernel::Auto;
+  // The kernel: Auto takes the warp-specialised wgmma kernel where the device and the build have
+  // it (compute capability 9.0, sm_90a code, head_dim 64 or 128), else mma.sync; MmaSync forces
+  // mma.sync; Wgmma, where Auto would take wgmma, the earlier wgmma kernel without warp
+  // specialisation (two CTAs an SM) — tests and benchmarks compare them.
+  enum class Kernel { Auto, MmaSync, Wgmma } kernel = Kernel::Auto;
   int num_splits = 1;
   float* partial_o = nullptr;            // [n * num_heads, num_splits, head_dim]
   float* partial_ml = nullptr;
@@ -132,8 +134,14 @@ inline std::size_t lazy_query_workspace_elements(int n, int num_heads, int head_
 std::vector<int32_t> lazy_split_ranges(const AttentionPlan& plan, int seq, int splits);
 int prefill_num_splits(int n, int num_heads, int num_kv_heads, int num_tiles, int sm_count);
 void prefill_attention(const PrefillParams& p, cudaStream_t stream);
-// Whether prefill_attention takes the wgmma kernel for this head_dim on the current device.
+// Whether prefill_attention takes a wgmma kernel for this head_dim on the current device.
 bool prefill_uses_wgmma(const PrefillParams& p);
+// The kernel prefill_attention takes for p here: "wgmma, warp-specialised", "wgmma" or "mma.sync".
+const char* prefill_kernel_name(const PrefillParams& p);
+// Whether lazy splits must follow shift runs (num_splits = the ranges of lazy_split_ranges): true
+// but for the warp-specialised kernel, whose CTAs reload the query at a shift change and so split
+// lazy calls evenly, as plain ones.
+bool prefill_splits_follow_shift_runs(const PrefillParams& p);
 // The wgmma kernel itself (attention_prefill_sm90a.cu; only in builds with sm_90a code).
 void prefill_attention_wgmma(const PrefillParams& p, cudaStream_t stream);
 

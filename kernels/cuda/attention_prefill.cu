@@ -144,12 +144,21 @@ void dispatch_prefill(const PrefillParams& p, cudaStream_t stream) {
 
 bool prefill_uses_wgmma(const PrefillParams& p) {
 #ifdef LAZYSCOPE_HAVE_WGMMA
-  return p.kernel == PrefillParams::Kernel::Auto && (p.head_dim == 64 || p.head_dim == 128) &&
+  return p.kernel != PrefillParams::Kernel::MmaSync && (p.head_dim == 64 || p.head_dim == 128) &&
          current_kernel_path().wgmma;
 #else
   (void)p;
   return false;
 #endif
+}
+
+const char* prefill_kernel_name(const PrefillParams& p) {
+  if (!prefill_uses_wgmma(p)) return "mma.sync";
+  return p.kernel == PrefillParams::Kernel::Wgmma ? "wgmma" : "wgmma, warp-specialised";
+}
+
+bool prefill_splits_follow_shift_runs(const PrefillParams& p) {
+  return !prefill_uses_wgmma(p) || p.kernel == PrefillParams::Kernel::Wgmma;
 }
 
 int prefill_num_splits(int n, int num_heads, int num_kv_heads, int num_tiles, int sm_count) {

@@ -10,7 +10,6 @@
 // up front and then runs the plain kernel's loop unchanged.
 #include <climits>
 #include <cstdint>
-#include <type_traits>
 
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/device_util.cuh"
@@ -66,6 +65,219 @@ __device__ __forceinline__ int tile_at(int row, int dim, int rows) {
   }
 }
 
+// What one CTA does: its KV head, split, first row and range of K/V tiles. Called by all
+// kThreads threads (the visible-tile count is a CTA-wide reduction).
+struct CtaWork {
+  int kv_head, split, row0, tile_begin, tile_end;
+};
+
+template <int D, bool LAZY, int kThreads>
+__device__ __forceinline__ CtaWork cta_work(const PrefillParams& p, int rows_per_cta) {
+  const int group_size = p.num_heads / p.num_kv_heads;
+  // Heaviest causal row tiles first. CTAs start in (x, y) order; when every head's K/V fits the L2
+  // comfortably the order runs across heads (row tile major: the longest CTAs of every head start
+  // in the first wave, a near-even finish), else head by head (one head's K/V hot at a time).
+  // Measured: causal 4K (16.8 MB) 518 -> 456 µs; causal 8K (33.5 MB) the same either way.
+  const bool across_heads = int64_t(p.num_kv_heads) * (p.prior + p.n) * D * 4 <= (int64_t(32) << 20);
+  const int linear = blockIdx.x + gridDim.x * blockIdx.y;
+  const int row_tile = gridDim.x - 1 - (across_heads ? linear / p.num_kv_heads : blockIdx.x);
+  CtaWork work;
+  work.kv_head = across_heads ? linear % p.num_kv_heads : blockIdx.y;
+  work.split = blockIdx.z;
+  const int rows_total = p.n * group_size;
+  work.row0 = row_tile * rows_per_cta;
+
+  // Tiles visible to any row of this CTA, then this split's share of them.
+  const int last_token = (min(rows_total, work.row0 + rows_per_cta) - 1) / group_size;
+  const int tile_key_limit = p.prior + last_token;
+  // visible_tiles = tiles whose first key is <= tile_key_limit (key_start ascends, tile 0 starts at
+  // key 0). Counted by the whole CTA: one sample per thread at a stride, then one per tile of the
+  // bucket the boundary falls in: two round trips to memory instead of log2(num_tiles) dependent ones.
+  int visible_tiles;
+  const int tid = threadIdx.x;
+  if (p.num_tiles <= kThreads) {
+    visible_tiles = __syncthreads_count(tid < p.num_tiles && p.tiles[tid].key_start <= tile_key_limit);
+  } else if (p.num_tiles <= kThreads * kThreads) {
+    const int stride = (p.num_tiles + kThreads - 1) / kThreads;
+    const int samples =
+        __syncthreads_count(tid * stride < p.num_tiles && p.tiles[tid * stride].key_start <= tile_key_limit);
+    const int base = (samples - 1) * stride;  // tile `base` is visible (samples >= 1: tile 0 always is)
+    visible_tiles = base + __syncthreads_count(tid < stride && base + tid < p.num_tiles &&
+                                               p.tiles[base + tid].key_start <= tile_key_limit);
+  } else {
+    int lo = 0, hi = p.num_tiles;
+    while (lo < hi) {
+      const int mid = (lo + hi) / 2;
+      if (p.tiles[mid].key_start <= tile_key_limit) lo = mid + 1; else hi = mid;
+    }
+    visible_tiles = lo;
+  }
+  if constexpr (LAZY) {
+    // Lazy splits never cross a shift run (host-built ranges), so one query copy serves each CTA.
+    work.tile_begin = p.split_ranges[2 * work.split];
+    work.tile_end = min(visible_tiles, p.split_ranges[2 * work.split + 1]);
+  } else {
+    const int per_split = (visible_tiles + p.num_splits - 1) / p.num_splits;
+    work.tile_begin = work.split * per_split;
+    work.tile_end = min(visible_tiles, work.tile_begin + per_split);
+  }
+  return work;
+}
+
+// 1/sqrt(D) in the log2 domain, a compile-time immediate (one register fewer in the loop).
+template <int D>
+constexpr float score_scale() {
+  static_assert(D == 16 || D == 32 || D == 64 || D == 128, "head_dim 16, 32, 64 or 128");
+  return (D == 16 ? 0.25f : D == 32 ? 0.17677669529663688f : D == 64 ? 0.125f : 0.08838834764831845f) * kLog2e;
+}
+
+// Online softmax of one tile's scores (raw QK^T in s; MT 16-row tiles of a warp whose first row
+// in the CTA is warp_row0): new row maxima, the factor the accumulators must be rescaled by
+// (`correction`), the weights in place of the scores, the updated row sums. kMask applies empty
+// slots (keys INT_MAX) and each row's causal limit (row_key_limit) per element. Straight-line
+// phases over the row tiles (so their latency chains interleave); maxima and sums are trees over
+// the 8-column groups (depth 4, not 16-long dependent chains: with 8 warps an SM the loop is
+// latency-bound). The scale is folded into the exponent (FFMA).
+template <int D, int MT, bool kMask>
+__device__ __forceinline__ void softmax_scores(float (&s)[MT][kKeys / 8][4], const int* keys, const int* row_key_limit,
+                                               int warp_row0, float (&row_max)[MT][2], float (&row_sum)[MT][2],
+                                               float (&correction)[MT][2]) {
+  constexpr float kScale = score_scale<D>();
+  const int lane = threadIdx.x % 32, quad_row = lane / 4, quad_col = lane % 4;
+  float base_max[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    int key_limit[2] = {0, 0};
+    if constexpr (kMask) {
+      key_limit[0] = row_key_limit[warp_row0 + mt * 16 + quad_row];
+      key_limit[1] = row_key_limit[warp_row0 + mt * 16 + quad_row + 8];
+    }
+    float part[2][kKeys / 8];
+#pragma unroll
+    for (int nt = 0; nt < kKeys / 8; ++nt) {
+      if constexpr (kMask) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = keys[nt * 8 + quad_col * 2 + (e & 1)];
+          if (key > key_limit[e >> 1]) s[mt][nt][e] = -INFINITY;
+        }
+      }
+      part[0][nt] = fmaxf(s[mt][nt][0], s[mt][nt][1]);
+      part[1][nt] = fmaxf(s[mt][nt][2], s[mt][nt][3]);
+    }
+#pragma unroll
+    for (int width = kKeys / 16; width >= 1; width /= 2) {
+#pragma unroll
+      for (int i = 0; i < width; ++i) {
+        part[0][i] = fmaxf(part[0][i], part[0][i + width]);
+        part[1][i] = fmaxf(part[1][i], part[1][i + width]);
+      }
+    }
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      float tile_max = part[half][0];
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+      const float new_max = fmaxf(row_max[mt][half], tile_max * kScale);  // log2 domain
+      base_max[mt][half] = new_max == -INFINITY ? 0.0f : new_max;
+      correction[mt][half] = fast_exp2(row_max[mt][half] - base_max[mt][half]);
+      row_max[mt][half] = new_max;
+    }
+  }
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    float part[2][kKeys / 8];
+#pragma unroll
+    for (int nt = 0; nt < kKeys / 8; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[mt][nt][e] = fast_exp2(fmaf(s[mt][nt][e], kScale, -base_max[mt][e >> 1]));
+      part[0][nt] = s[mt][nt][0] + s[mt][nt][1];
+      part[1][nt] = s[mt][nt][2] + s[mt][nt][3];
+    }
+#pragma unroll
+    for (int width = kKeys / 16; width >= 1; width /= 2) {
+#pragma unroll
+      for (int i = 0; i < width; ++i) {
+        part[0][i] += part[0][i + width];
+        part[1][i] += part[1][i + width];
+      }
+    }
+    row_sum[mt][0] = fmaf(row_sum[mt][0], correction[mt][0], part[0][0]);
+    row_sum[mt][1] = fmaf(row_sum[mt][1], correction[mt][1], part[1][0]);
+  }
+}
+
+// Rescales the accumulators by the softmax corrections. Once the row maxima settle (most tiles
+// of a long row) every correction is exactly 1: skipped when the whole warp agrees.
+template <int D, int MT>
+__device__ __forceinline__ void rescale_rows(float (&o)[MT][D / 8][4], const float (&correction)[MT][2]) {
+  bool rescale = false;
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) rescale = rescale || correction[mt][0] != 1.0f || correction[mt][1] != 1.0f;
+  if (__any_sync(0xffffffffu, rescale)) {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+      for (int dt = 0; dt < D / 8; ++dt) {
+        o[mt][dt][0] *= correction[mt][0];
+        o[mt][dt][1] *= correction[mt][0];
+        o[mt][dt][2] *= correction[mt][1];
+        o[mt][dt][3] *= correction[mt][1];
+      }
+    }
+  }
+}
+
+// P as the A operand of the P·V product (bf16 pairs in the mma.sync A-fragment layout) from one
+// 16-row tile's weights.
+__device__ __forceinline__ void pack_weights(const float (&s)[kKeys / 8][4], uint32_t (&a)[kKeys / 16][4]) {
+#pragma unroll
+  for (int kk = 0; kk < kKeys / 16; ++kk) {
+    a[kk][0] = pack_bf16x2(s[2 * kk][0], s[2 * kk][1]);
+    a[kk][1] = pack_bf16x2(s[2 * kk][2], s[2 * kk][3]);
+    a[kk][2] = pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+    a[kk][3] = pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+  }
+}
+
+// Epilogue of one warp's 16-row tile whose first row is `row16`: finishes the row sums across
+// the quad, then writes the rows or the split partials.
+template <int D>
+__device__ __forceinline__ void store_rows(const PrefillParams& p, const float (&o)[D / 8][4], const float (&row_max)[2],
+                                           float (&row_sum)[2], int row16, int kv_head, int split) {
+  const int group_size = p.num_heads / p.num_kv_heads;
+  const int lane = threadIdx.x % 32, quad_row = lane / 4, quad_col = lane % 4;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    row_sum[half] += __shfl_xor_sync(0xffffffffu, row_sum[half], 1);
+    row_sum[half] += __shfl_xor_sync(0xffffffffu, row_sum[half], 2);
+    const int row = row16 + quad_row + half * 8;
+    const int token = row / group_size;
+    if (token >= p.n) continue;  // row past rows_total (not kept live across the loop)
+    const int64_t out_row = int64_t(token) * p.num_heads + kv_head * group_size + row % group_size;
+    if (p.num_splits == 1) {
+      const float inv_sum = row_sum[half] > 0.0f ? 1.0f / row_sum[half] : 0.0f;
+      __nv_bfloat16* out = reinterpret_cast<__nv_bfloat16*>(p.out) + out_row * D;
+#pragma unroll
+      for (int dt = 0; dt < D / 8; ++dt) {
+        *reinterpret_cast<uint32_t*>(out + dt * 8 + quad_col * 2) =
+            pack_bf16x2(o[dt][half * 2] * inv_sum, o[dt][half * 2 + 1] * inv_sum);
+      }
+    } else {
+      const int64_t slot = out_row * p.num_splits + split;
+      float* out = p.partial_o + slot * D;
+#pragma unroll
+      for (int dt = 0; dt < D / 8; ++dt) {
+        *reinterpret_cast<float2*>(out + dt * 8 + quad_col * 2) = make_float2(o[dt][half * 2], o[dt][half * 2 + 1]);
+      }
+      if (quad_col == 0) {
+        p.partial_ml[slot * 2] = row_max[half];
+        p.partial_ml[slot * 2 + 1] = row_sum[half];
+      }
+    }
+  }
+}
+
 // MT: 16-row MMA tiles per warp (2 halves the shared-memory traffic per MMA of K and V).
 // WG (MT 1, D 64 or 128): QK^T and P·V as wgmma of each warpgroup's 64 rows (sm_90a only).
 template <int D, int MT, bool LAZY, bool WG>
@@ -87,55 +299,11 @@ __device__ __forceinline__ void prefill_body(const PrefillParams& p) {
   int* row_key_limit = col_key + 2 * kKeys;                      // [kRows]: last key each row sees
 
   const int group_size = p.num_heads / p.num_kv_heads;
-  // Heaviest causal row tiles first. CTAs start in (x, y) order; when every head's K/V fits the L2
-  // comfortably the order runs across heads (row tile major: the longest CTAs of every head start
-  // in the first wave, a near-even finish), else head by head (one head's K/V hot at a time).
-  // Measured: causal 4K (16.8 MB) 518 -> 456 µs; causal 8K (33.5 MB) the same either way.
-  const bool across_heads = int64_t(p.num_kv_heads) * (p.prior + p.n) * D * 4 <= (int64_t(32) << 20);
-  const int linear = blockIdx.x + gridDim.x * blockIdx.y;
-  const int row_tile = gridDim.x - 1 - (across_heads ? linear / p.num_kv_heads : blockIdx.x);
-  const int kv_head = across_heads ? linear % p.num_kv_heads : blockIdx.y;
-  const int split = blockIdx.z;
+  const CtaWork work = cta_work<D, LAZY, kW * 32>(p, kRows);
+  const int kv_head = work.kv_head, split = work.split, row0 = work.row0;
+  const int tile_begin = work.tile_begin, tile_end = work.tile_end;
   const int rows_total = p.n * group_size;
-  const int row0 = row_tile * kRows;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int quad_row = lane / 4, quad_col = lane % 4;
-
-  // Tiles visible to any row of this CTA, then this split's share of them.
-  const int last_token = (min(rows_total, row0 + kRows) - 1) / group_size;
-  const int tile_key_limit = p.prior + last_token;
-  // visible_tiles = tiles whose first key is <= tile_key_limit (key_start ascends, tile 0 starts at
-  // key 0). Counted by the whole CTA: one sample per thread at a stride, then one per tile of the
-  // bucket the boundary falls in: two round trips to memory instead of log2(num_tiles) dependent ones.
-  int visible_tiles;
-  const int tid = threadIdx.x;
-  if (p.num_tiles <= kW * 32) {
-    visible_tiles = __syncthreads_count(tid < p.num_tiles && p.tiles[tid].key_start <= tile_key_limit);
-  } else if (p.num_tiles <= kW * 32 * kW * 32) {
-    const int stride = (p.num_tiles + kW * 32 - 1) / (kW * 32);
-    const int samples =
-        __syncthreads_count(tid * stride < p.num_tiles && p.tiles[tid * stride].key_start <= tile_key_limit);
-    const int base = (samples - 1) * stride;  // tile `base` is visible (samples >= 1: tile 0 always is)
-    visible_tiles = base + __syncthreads_count(tid < stride && base + tid < p.num_tiles &&
-                                               p.tiles[base + tid].key_start <= tile_key_limit);
-  } else {
-    int lo = 0, hi = p.num_tiles;
-    while (lo < hi) {
-      const int mid = (lo + hi) / 2;
-      if (p.tiles[mid].key_start <= tile_key_limit) lo = mid + 1; else hi = mid;
-    }
-    visible_tiles = lo;
-  }
-  int tile_begin, tile_end;
-  if constexpr (LAZY) {
-    // Lazy splits never cross a shift run (host-built ranges), so one query copy serves each CTA.
-    tile_begin = p.split_ranges[2 * split];
-    tile_end = min(visible_tiles, p.split_ranges[2 * split + 1]);
-  } else {
-    const int per_split = (visible_tiles + p.num_splits - 1) / p.num_splits;
-    tile_begin = split * per_split;
-    tile_end = min(visible_tiles, tile_begin + per_split);
-  }
 
   // Causal limits of the CTA's rows in shared memory (read only by masked tiles; the loop's first
   // barrier publishes them).
@@ -224,100 +392,6 @@ __device__ __forceinline__ void prefill_body(const PrefillParams& p) {
     row_max[mt][0] = row_max[mt][1] = -INFINITY;
     row_sum[mt][0] = row_sum[mt][1] = 0.0f;
   }
-  // 1/sqrt(D) in the log2 domain, a compile-time immediate (one register fewer in the loop).
-  constexpr float score_scale =
-      (D == 16 ? 0.25f : D == 32 ? 0.17677669529663688f : D == 64 ? 0.125f : 0.08838834764831845f) * kLog2e;
-  static_assert(D == 16 || D == 32 || D == 64 || D == 128, "head_dim 16, 32, 64 or 128");
-
-  // Online softmax of one tile's scores (raw QK^T in s); MASK applies empty slots and the causal
-  // limit per element. Three straight-line phases over both row tiles (so their latency chains
-  // interleave): maxima and corrections; one warp-uniform rescale branch; exponentials and sums.
-  // Maxima and sums are trees over the 8-column groups (depth 4, not 16-long dependent chains:
-  // with 8 warps an SM the loop is latency-bound). The scale is folded into the exponent (FFMA).
-  auto softmax_tile = [&](auto mask_tag, float (&s)[MT][kKeys / 8][4], const int* keys) {
-    constexpr bool kMask = decltype(mask_tag)::value;
-    float correction[MT][2], base_max[MT][2];
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-      int key_limit[2] = {0, 0};
-      if constexpr (kMask) {
-        key_limit[0] = row_key_limit[(warp * MT + mt) * 16 + quad_row];
-        key_limit[1] = row_key_limit[(warp * MT + mt) * 16 + quad_row + 8];
-      }
-      float part[2][kKeys / 8];
-#pragma unroll
-      for (int nt = 0; nt < kKeys / 8; ++nt) {
-        if constexpr (kMask) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int key = keys[nt * 8 + quad_col * 2 + (e & 1)];
-            if (key > key_limit[e >> 1]) s[mt][nt][e] = -INFINITY;
-          }
-        }
-        part[0][nt] = fmaxf(s[mt][nt][0], s[mt][nt][1]);
-        part[1][nt] = fmaxf(s[mt][nt][2], s[mt][nt][3]);
-      }
-#pragma unroll
-      for (int width = kKeys / 16; width >= 1; width /= 2) {
-#pragma unroll
-        for (int i = 0; i < width; ++i) {
-          part[0][i] = fmaxf(part[0][i], part[0][i + width]);
-          part[1][i] = fmaxf(part[1][i], part[1][i + width]);
-        }
-      }
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        float tile_max = part[half][0];
-        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
-        const float new_max = fmaxf(row_max[mt][half], tile_max * score_scale);  // log2 domain
-        base_max[mt][half] = new_max == -INFINITY ? 0.0f : new_max;
-        correction[mt][half] = fast_exp2(row_max[mt][half] - base_max[mt][half]);
-        row_max[mt][half] = new_max;
-      }
-    }
-    // Once the row maxima settle (most tiles of a long row) every correction is exactly 1: skip
-    // the accumulator rescale when the whole warp agrees.
-    bool rescale = false;
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) rescale = rescale || correction[mt][0] != 1.0f || correction[mt][1] != 1.0f;
-    if (__any_sync(0xffffffffu, rescale)) {
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-        for (int dt = 0; dt < D / 8; ++dt) {
-          o[mt][dt][0] *= correction[mt][0];
-          o[mt][dt][1] *= correction[mt][0];
-          o[mt][dt][2] *= correction[mt][1];
-          o[mt][dt][3] *= correction[mt][1];
-        }
-      }
-    }
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-      float part[2][kKeys / 8];
-#pragma unroll
-      for (int nt = 0; nt < kKeys / 8; ++nt) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          s[mt][nt][e] = fast_exp2(fmaf(s[mt][nt][e], score_scale, -base_max[mt][e >> 1]));
-        }
-        part[0][nt] = s[mt][nt][0] + s[mt][nt][1];
-        part[1][nt] = s[mt][nt][2] + s[mt][nt][3];
-      }
-#pragma unroll
-      for (int width = kKeys / 16; width >= 1; width /= 2) {
-#pragma unroll
-        for (int i = 0; i < width; ++i) {
-          part[0][i] += part[0][i + width];
-          part[1][i] += part[1][i + width];
-        }
-      }
-      row_sum[mt][0] = fmaf(row_sum[mt][0], correction[mt][0], part[0][0]);
-      row_sum[mt][1] = fmaf(row_sum[mt][1], correction[mt][1], part[1][0]);
-    }
-  };
-
   if (tile_begin < tile_end) {
     if constexpr (LAZY) {
       // This range's shift: its query rows, rotated by (m − δ) in the pre-pass.
@@ -399,20 +473,16 @@ __device__ __forceinline__ void prefill_body(const PrefillParams& p) {
       if (ti + 2 < tile_end) copy_entries(ti + 2, stage);  // meta[stage] held tile ti's, already used
       if (threadIdx.x == 0 && ti + 3 <= tile_end && ti + 3 < p.num_tiles) copy_desc(ti + 3);  // slot of tile ti − 1
       cp_async_commit();
+      float correction[MT][2];
       if (needs_mask) {
-        softmax_tile(std::true_type{}, s, keys);
+        softmax_scores<D, MT, true>(s, keys, row_key_limit, warp * MT * 16, row_max, row_sum, correction);
       } else {
-        softmax_tile(std::false_type{}, s, keys);
+        softmax_scores<D, MT, false>(s, keys, row_key_limit, warp * MT * 16, row_max, row_sum, correction);
       }
+      rescale_rows<D, MT>(o, correction);
       if constexpr (WG) {
         uint32_t pa[kKeys / 16][4];
-#pragma unroll
-        for (int kk = 0; kk < kKeys / 16; ++kk) {
-          pa[kk][0] = pack_bf16x2(s[0][2 * kk][0], s[0][2 * kk][1]);
-          pa[kk][1] = pack_bf16x2(s[0][2 * kk][2], s[0][2 * kk][3]);
-          pa[kk][2] = pack_bf16x2(s[0][2 * kk + 1][0], s[0][2 * kk + 1][1]);
-          pa[kk][3] = pack_bf16x2(s[0][2 * kk + 1][2], s[0][2 * kk + 1][3]);
-        }
+        pack_weights(s[0], pa);
         // V [keys][D] as the MN-major B operand: 16 keys (two 8-row groups) a k-step, the D halves
         // kKeys rows apart.
         uint64_t v_desc[kKeys / 16];
@@ -446,39 +516,10 @@ __device__ __forceinline__ void prefill_body(const PrefillParams& p) {
     cp_async_wait<0>();  // no copy outlives the CTA
   }
 
-  // Epilogue: finish the row sums across the quad, then write rows or split partials.
+  // Epilogue: the row sums finished across the quad, then rows or split partials written.
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      row_sum[mt][half] += __shfl_xor_sync(0xffffffffu, row_sum[mt][half], 1);
-      row_sum[mt][half] += __shfl_xor_sync(0xffffffffu, row_sum[mt][half], 2);
-      const int row = row0 + (warp * MT + mt) * 16 + quad_row + half * 8;
-      const int token = row / group_size;
-      if (token >= p.n) continue;  // row past rows_total (not kept live across the loop)
-      const int64_t out_row = int64_t(token) * p.num_heads + kv_head * group_size + row % group_size;
-      if (p.num_splits == 1) {
-        const float inv_sum = row_sum[mt][half] > 0.0f ? 1.0f / row_sum[mt][half] : 0.0f;
-        __nv_bfloat16* out = reinterpret_cast<__nv_bfloat16*>(p.out) + out_row * D;
-#pragma unroll
-        for (int dt = 0; dt < D / 8; ++dt) {
-          *reinterpret_cast<uint32_t*>(out + dt * 8 + quad_col * 2) =
-              pack_bf16x2(o[mt][dt][half * 2] * inv_sum, o[mt][dt][half * 2 + 1] * inv_sum);
-        }
-      } else {
-        const int64_t slot = out_row * p.num_splits + split;
-        float* out = p.partial_o + slot * D;
-#pragma unroll
-        for (int dt = 0; dt < D / 8; ++dt) {
-          *reinterpret_cast<float2*>(out + dt * 8 + quad_col * 2) =
-              make_float2(o[mt][dt][half * 2], o[mt][dt][half * 2 + 1]);
-        }
-        if (quad_col == 0) {
-          p.partial_ml[slot * 2] = row_max[mt][half];
-          p.partial_ml[slot * 2 + 1] = row_sum[mt][half];
-        }
-      }
-    }
+    store_rows<D>(p, o[mt], row_max[mt], row_sum[mt], row0 + (warp * MT + mt) * 16, kv_head, split);
   }
 }
 

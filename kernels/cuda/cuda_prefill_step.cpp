@@ -31,12 +31,16 @@ void CudaBackend::run_prefill(const ForwardStep& step, int total_keys, StepOutpu
   const int D = shape_.head_dim;
   const int splits =
       prefill_num_splits(n, shape_.num_heads, shape_.num_kv_heads, int(plan.tiles.size()), sm_count_);
-  // Lazy prefill splits follow the shift runs (see lazy_split_ranges).
+  // Lazy prefill splits follow the shift runs (see lazy_split_ranges), but for the kernel that
+  // splits lazy calls evenly.
+  PrefillParams kernel_choice;
+  kernel_choice.head_dim = D;
+  kernel_choice.kernel = tuning_.prefill_wgmma ? PrefillParams::Kernel::Auto : PrefillParams::Kernel::MmaSync;
   std::vector<int32_t> ranges;
   int num_splits = splits;
   if (step.lazy_rotation) {
     ranges = lazy_split_ranges(plan, 0, splits);
-    num_splits = int(ranges.size() / 2);
+    if (prefill_splits_follow_shift_runs(kernel_choice)) num_splits = int(ranges.size() / 2);
   }
   ensure_workspace(n, n * shape_.num_heads * num_splits, 1);
 
@@ -126,7 +130,7 @@ void CudaBackend::run_prefill(const ForwardStep& step, int total_keys, StepOutpu
     ap.q_rotated = step.lazy_rotation ? q_rotated_.as<bf16_bits>() : nullptr;
     ap.split_ranges = step.lazy_rotation ? d_ranges : nullptr;
     ap.q_rotated_ready = step.lazy_rotation;  // filled by kv_write above
-    ap.kernel = tuning_.prefill_wgmma ? PrefillParams::Kernel::Auto : PrefillParams::Kernel::MmaSync;
+    ap.kernel = kernel_choice.kernel;
     ap.out = attn;
     ap.num_splits = num_splits;
     ap.partial_o = partial_o_.as<float>();

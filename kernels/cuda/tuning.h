@@ -23,8 +23,8 @@ struct CudaTuning {
   // Batch 1: the attention kernel, latency-bound there, bulk-prefetches into L2 the first this
   // many MiB of the layer's wo weights and then its w_gate_up, which the next GEMVs read (0: off; 0..48).
   int attention_l2_prefetch_mib = 16;
-  // Prompt steps take the wgmma attention kernel where the GPU and the build have it (compute
-  // capability 9.0, sm_90a code; head_dim 64 / 128); false: the mma.sync kernel everywhere.
+  // Prompt steps take the warp-specialised wgmma attention kernel where the GPU and the build have
+  // it (compute capability 9.0, sm_90a code; head_dim 64 / 128); false: mma.sync everywhere.
   bool prefill_wgmma = true;
 };
 

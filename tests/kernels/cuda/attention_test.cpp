@@ -298,12 +298,18 @@ TEST_P(AttentionTest, PrefillMatchesCpuReference) {
     const DevicePrefillPlan device_plan(plan, positions, inv_freq);
     DeviceBuffer d_q_rotated(lazy_query_workspace_elements(n, heads, c.head_dim, device_plan.num_shifts) * 2);
     const std::size_t out_count = std::size_t(n) * heads * c.head_dim;
-    // Variants 0-1: the default kernel (wgmma on Hopper builds for D 64 / 128), then mma.sync
-    // with 32 and 16 rows a warp; each with one split and with three.
-    for (int variant = 0; variant < 6; ++variant) {
-      const int rows_per_warp = variant < 4 ? 32 : 16;
-      const std::vector<int32_t> ranges = lazy_split_ranges(plan, 0, variant % 2 == 0 ? 1 : 3);
-      const int splits = c.lazy ? int(ranges.size() / 2) : (variant % 2 == 0 ? 1 : 3);
+    // Variants 0-1: the default kernel (the warp-specialised wgmma kernel on Hopper builds for
+    // D 64 / 128, whose lazy ranges cross shift runs), then mma.sync with 32 and 16 rows a warp,
+    // then the two-CTA wgmma kernel (mma.sync elsewhere); each with one split and with three.
+    using Kernel = PrefillParams::Kernel;
+    for (int variant = 0; variant < 8; ++variant) {
+      const int rows_per_warp = variant < 4 || variant >= 6 ? 32 : 16;
+      PrefillParams probe;
+      probe.head_dim = c.head_dim;
+      probe.kernel = variant < 2 ? Kernel::Auto : variant < 6 ? Kernel::MmaSync : Kernel::Wgmma;
+      const int wanted = variant % 2 == 0 ? 1 : 3;
+      const std::vector<int32_t> ranges = lazy_split_ranges(plan, 0, wanted);
+      const int splits = c.lazy && prefill_splits_follow_shift_runs(probe) ? int(ranges.size() / 2) : wanted;
       DeviceBuffer d_ranges = upload(ranges);
       DeviceBuffer d_out = poisoned_output(out_count);
       SplitWorkspace split_workspace(n * heads, splits, c.head_dim);
@@ -315,7 +321,7 @@ TEST_P(AttentionTest, PrefillMatchesCpuReference) {
       p.split_ranges = d_ranges.as<int32_t>();
       p.out = d_out.as<bf16_bits>();
       p.rows_per_warp = rows_per_warp;
-      if (variant >= 2) p.kernel = PrefillParams::Kernel::MmaSync;
+      p.kernel = probe.kernel;
       p.num_splits = splits;
       p.partial_o = split_workspace.partial_o.as<float>();
       p.partial_ml = split_workspace.partial_ml.as<float>();
@@ -323,7 +329,7 @@ TEST_P(AttentionTest, PrefillMatchesCpuReference) {
       LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
       const double error = relative_error(download_bf16(d_out, out_count), expected);
       EXPECT_LT(error, kTolerance) << "n " << n << " splits " << splits
-                                   << (prefill_uses_wgmma(p) ? " wgmma" : " mma.sync, rows/warp ") << rows_per_warp;
+                                   << " " << prefill_kernel_name(p) << ", rows/warp " << rows_per_warp;
     }
   }
 }
@@ -346,8 +352,12 @@ TEST(AttentionPrefillTest, HopperBuildsTakeTheWgmmaKernel) {
     p.head_dim = d;
     p.kernel = PrefillParams::Kernel::Auto;
     EXPECT_EQ(prefill_uses_wgmma(p), expect) << "D " << d << ", compute capability " << major << "." << minor;
+    EXPECT_STREQ(prefill_kernel_name(p), expect ? "wgmma, warp-specialised" : "mma.sync") << "D " << d;
+    p.kernel = PrefillParams::Kernel::Wgmma;
+    EXPECT_STREQ(prefill_kernel_name(p), expect ? "wgmma" : "mma.sync") << "D " << d;
     p.kernel = PrefillParams::Kernel::MmaSync;
     EXPECT_FALSE(prefill_uses_wgmma(p)) << "D " << d;
+    EXPECT_STREQ(prefill_kernel_name(p), "mma.sync") << "D " << d;
   }
   p.kernel = PrefillParams::Kernel::Auto;
   for (int d : {16, 32}) {
