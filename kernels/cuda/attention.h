@@ -113,6 +113,7 @@ struct PrefillParams {
   int num_shifts = 0;
   bf16_bits* q_rotated = nullptr;             // workspace, lazy_query_workspace_elements()
   const int32_t* split_ranges = nullptr;      // lazy: [num_splits][2] tile ranges inside one shift run
+                                              // (not read where prefill_splits_follow_shift_runs is false)
   bool q_rotated_ready = false;               // lazy: kv_write already filled q_rotated (no pre-pass)
   bf16_bits* out = nullptr;              // [n, num_heads, head_dim]
   int rows_per_warp = 32;                // mma.sync: 32 (default) or 16 rows of the MMA tile per warp
