@@ -68,7 +68,7 @@ DeviceBuffer upload(const std::vector<T>& items) {
 // One prefill step of one layer as the backend runs it: kv_write (new K/V into the pool and the
 // query rotation), then attention. Owns its metadata, query and workspace buffers.
 struct PrefillCase {
-  DeviceBuffer entries, tiles, shifts, tile_shift, q_rotated, positions, slots, qkv, out, ranges, po, pml;
+  DeviceBuffer entries, tiles, shifts, tile_shift, run_end, q_rotated, positions, slots, qkv, out, ranges, po, pml;
   KvWriteParams kw;
   PrefillParams p;
   int splits = 1;
@@ -81,6 +81,7 @@ struct PrefillCase {
     tiles = upload(plan.tiles);
     shifts = upload(plan.distinct_shifts);
     tile_shift = upload(plan.tile_shift_index);
+    run_end = upload(plan.tile_run_end);
     const int num_shifts = int(plan.distinct_shifts.size());
     q_rotated.resize(lazy ? lazy_query_workspace_elements(n, kHeads, kDim, num_shifts) * 2 : 16);
     std::vector<int32_t> host_positions(n), host_slots(n);
@@ -141,6 +142,7 @@ struct PrefillCase {
     p.lazy = lazy;
     p.shifts = shifts.as<int32_t>();
     p.tile_shift_index = tile_shift.as<int32_t>();
+    p.tile_run_end = run_end.as<int32_t>();
     p.num_shifts = num_shifts;
     p.q_rotated = q_rotated.as<bf16_bits>();
     p.q_rotated_ready = lazy;  // lazy: the fused kv_write fills the copies
@@ -215,7 +217,7 @@ PairTimes time_pair(const std::function<void()>& a, const std::function<void()>&
   return {median(ta), median(tb), median(ratios)};
 }
 
-void prefill_table(const DeviceBuffer& inv_freq) {
+void prefill_table(const DeviceBuffer& inv_freq, int only_shape) {
   std::printf("\n## Prefill attention (32/8 heads, D 128, block 16; lazy: cached docs shifted, new tokens at shift 0)\n"
               "## attn = attention kernel alone (plain: q rotated at write; lazy: per-shift q copies already written);\n"
               "## step = kv_write + attention (plain: q rotated in place; lazy: fused per-shift rotation);\n"
@@ -235,6 +237,7 @@ void prefill_table(const DeviceBuffer& inv_freq) {
   std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   Pool pool = make_pool(16384 / kBlock + 16);
   std::mt19937 rng(7);
+  int shapes_seen = 0;
   struct Shape {
     const char* name;
     int prior, n;
@@ -246,6 +249,7 @@ void prefill_table(const DeviceBuffer& inv_freq) {
     const int total = s.prior + s.n;
     const std::mt19937 shape_rng = rng;  // plain and lazy walk the same block order (only the shifts differ)
     rng.discard(1000);
+    if (only_shape != 0 && ++shapes_seen != only_shape) continue;  // the same tables as in a full run
     std::vector<std::unique_ptr<PrefillCase>> cases;
     for (int lazy = 0; lazy < 2; ++lazy) {
       std::mt19937 table_rng = shape_rng;
@@ -372,9 +376,11 @@ int main(int argc, char** argv) {
     const bool decode_only = argc > 1 && std::string(argv[1]) == "--decode";
     const int only_batch = decode_only && argc > 3 ? std::stoi(argv[2]) : 0;
     const int only_context = decode_only && argc > 3 ? std::stoi(argv[3]) : 0;
-    // `--prefill`: the prefill table alone.
+    // `--prefill [SHAPE]`: the prefill table alone, or its row SHAPE (1-5, for a profiler run).
     const bool prefill_only = argc > 1 && std::string(argv[1]) == "--prefill";
-    if (!decode_only) prefill_table(inv_freq);
+    const int only_shape = prefill_only && argc > 2 ? std::stoi(argv[2]) : 0;
+    if (only_shape < 0 || only_shape > 5) throw std::runtime_error("--prefill SHAPE: a row of the table, 1-5");
+    if (!decode_only) prefill_table(inv_freq, only_shape);
     if (!prefill_only) decode_table(copy_gbs, inv_freq, only_batch, only_context);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_cuda_attention: %s\n", e.what());

@@ -46,6 +46,7 @@ struct AttentionPlan {
   std::vector<int32_t> distinct_shifts;
   std::vector<int32_t> seq_shift_offsets{0};  // [batch + 1]
   std::vector<int32_t> tile_shift_index;      // parallel to tiles, sequence-local
+  std::vector<int32_t> tile_run_end;          // parallel to tiles: the first tile after its shift run
 };
 
 // Appends one sequence given as (block, shift, valid) entries (key_start is filled in); throws
@@ -110,6 +111,8 @@ struct PrefillParams {
   // [num_shifts][n][num_heads * head_dim]; tiles pick theirs through tile_shift_index.
   const int32_t* shifts = nullptr;            // [num_shifts], device
   const int32_t* tile_shift_index = nullptr;  // [num_tiles], device
+  const int32_t* tile_run_end = nullptr;      // [num_tiles], device (AttentionPlan::tile_run_end); read
+                                              // by the warp-specialised kernel, whose ranges cross runs
   int num_shifts = 0;
   bf16_bits* q_rotated = nullptr;             // workspace, lazy_query_workspace_elements()
   const int32_t* split_ranges = nullptr;      // lazy: [num_splits][2] tile ranges inside one shift run

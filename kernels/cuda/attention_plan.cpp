@@ -63,6 +63,14 @@ void append_table(AttentionPlan& plan, const KvEntry* table, int count, int bloc
     if (index == plan.distinct_shifts.size()) plan.distinct_shifts.push_back(shift);
     plan.tile_shift_index.push_back(int32_t(index - shift_base));
   }
+  // Each tile's run end: walked backwards, a tile ends where the next tile's shift differs.
+  const int first_tile = plan.seq_tile_offsets.back(), tile_count = int(plan.tiles.size()) - first_tile;
+  plan.tile_run_end.resize(plan.tiles.size());
+  for (int t = tile_count - 1; t >= 0; --t) {
+    const bool last_of_run = t + 1 == tile_count ||
+                             plan.tile_shift_index[first_tile + t + 1] != plan.tile_shift_index[first_tile + t];
+    plan.tile_run_end[first_tile + t] = last_of_run ? t + 1 : plan.tile_run_end[first_tile + t + 1];
+  }
   plan.seq_shift_offsets.push_back(int32_t(plan.distinct_shifts.size()));
   plan.seq_entry_offsets.push_back(int32_t(plan.entries.size()));
   plan.seq_tile_offsets.push_back(int32_t(plan.tiles.size()));

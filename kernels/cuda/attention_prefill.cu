@@ -187,6 +187,9 @@ void prefill_attention(const PrefillParams& p, cudaStream_t stream) {
         p.split_ranges == nullptr) {
       throw Error("cuda prefill attention: lazy call without shifts or rotated-query workspace");
     }
+    if (!prefill_splits_follow_shift_runs(p) && p.tile_run_end == nullptr) {
+      throw Error("cuda prefill attention: lazy call without tile_run_end (the warp-specialised kernel reads it)");
+    }
     if (!p.q_rotated_ready) {  // else kv_write already wrote the per-shift copies
       rotate_queries_kernel<<<dim3(p.n, p.num_shifts), 256, p.head_dim * sizeof(float), stream>>>(p);
       LAZYSCOPE_CUDA_LAUNCH_CHECK();

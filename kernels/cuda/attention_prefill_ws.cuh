@@ -9,7 +9,8 @@
 // of tile t runs while the tensor cores compute P(t-1)·V(t-1); a stage goes back to the producer
 // when its P·V is done. setmaxnreg moves registers from the producer to the consumers. Lazy: a
 // CTA's range of tiles may cross shift runs (splits are even, as plain ones are); at a change of
-// shift the consumers load that shift's rotated query (PrefillParams::split_ranges is not read).
+// shift the producer stages that shift's rotated query in shared memory tiles ahead, and the
+// consumers take it into registers when they reach it (PrefillParams::split_ranges is not read).
 #include "kernels/cuda/attention_prefill_kernel.cuh"
 
 namespace lazyscope::cuda {
@@ -28,7 +29,7 @@ constexpr int ws_stages() {  // K/V ring depth: 32 KB a stage at D 128, 16 KB at
 template <int D>
 constexpr int ws_smem_bytes() {
   return 1024 + ws_stages<D>() * 2 * kKeys * D * 2 + kWsRows * (D + 8) * 2 + 2 * ws_stages<D>() * 8 +
-         ws_stages<D>() * (kKeys + 1) * 4 + kWsRows * 4;
+         ws_stages<D>() * (kKeys + 1) * 4 + kWsRows * 4 + 2 * 8;
 }
 
 #ifdef LAZYSCOPE_WGMMA_CODE
@@ -53,6 +54,18 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, int parity) {
       "r"(parity)
       : "memory");
 }
+// Whether the phase of the given parity has completed (no waiting).
+__device__ __forceinline__ bool mbar_test(uint64_t* bar, int parity) {
+  uint32_t done;
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(smem_addr(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
+}
 // bar.sync on named barrier ID by one warpgroup's 128 threads.
 template <int ID>
 __device__ __forceinline__ void named_sync() {
@@ -60,12 +73,21 @@ __device__ __forceinline__ void named_sync() {
 }
 #endif
 
+// Lazy: the first tile of the shift run after the one holding tile ti, relative to the CTA's
+// range (its length if the range ends first).
+__device__ __forceinline__ int run_change(const PrefillParams& p, const CtaWork& work, int ti) {
+  return min(p.tile_run_end[ti], work.tile_end) - work.tile_begin;
+}
+
 template <int D, bool LAZY>
 __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams p) {
 #ifdef LAZYSCOPE_WGMMA_CODE
   constexpr int kStages = ws_stages<D>();
   constexpr int kTile = kKeys * D;  // elements of one K or V tile
   constexpr int kQLd = D + 8;       // query staging rows, padded for ldmatrix
+  // Registers a thread (setmaxnreg; 64K an SM): the lazy producer's query copies need 8 more
+  // (at 72 it spills), taken from the consumers (208 is spill-free there).
+  constexpr int kProducerRegs = LAZY ? 80 : 72, kConsumerRegs = LAZY ? 208 : 216;
   extern __shared__ __align__(16) uint8_t smem[];
   uint8_t* tiles = smem + ((1024 - (smem_addr(smem) & 1023)) & 1023);
   __nv_bfloat16* k_s = reinterpret_cast<__nv_bfloat16*>(tiles);  // [kStages][D/64][kKeys][64], swizzled
@@ -73,7 +95,11 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
   __nv_bfloat16* q_s = v_s + kStages * kTile;                       // [kWsRows][kQLd]
   uint64_t* full = reinterpret_cast<uint64_t*>(q_s + kWsRows * kQLd);  // [kStages]: stage holds its tile
   uint64_t* empty = full + kStages;                                // [kStages]: stage may be refilled
-  int* col_key = reinterpret_cast<int*>(empty + kStages);          // [kStages][kKeys], INT_MAX = empty
+  // Lazy: q_s holds the next shift's rotated query, written by the producer (q_full) once the
+  // consumers have taken the previous one into registers (q_empty).
+  uint64_t* q_full = empty + kStages;
+  uint64_t* q_empty = q_full + 1;
+  int* col_key = reinterpret_cast<int*>(q_empty + 1);              // [kStages][kKeys], INT_MAX = empty
   int* masked = col_key + kStages * kKeys;                         // [kStages]: the tile needs the mask
   int* row_key_limit = masked + kStages;                           // [kWsRows]: last key each row sees
 
@@ -90,13 +116,15 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
       mbar_init(&full[i], 2 * 128);  // every producer thread twice: its stores, then its copies landed
       mbar_init(&empty[i], 128 * kWsConsumers);  // every consumer thread, its reads of the stage done
     }
+    mbar_init(q_full, 128);                 // every producer thread, its query copies landed
+    mbar_init(q_empty, 128 * kWsConsumers);  // every consumer thread, its query rows in registers
   }
   __syncthreads();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 
   if (warp < 4) {
     // Producer. Thread t copies kCpt consecutive columns at one 16-byte slice of the head dim.
-    setmaxnreg_dec<72>();
+    setmaxnreg_dec<kProducerRegs>();
     if (count == 0) return;
     constexpr int kChunks = D / 8, kCpt = kKeys * kChunks / 128;
     const int t = threadIdx.x;
@@ -112,6 +140,19 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
     };
     KvTile cur = desc_of(work.tile_begin), next = desc_of(work.tile_begin + 1);
     KvEntry ref = entry_of(cur);
+    // Lazy: the next change of shift in this range (count: none), its shift's index and the
+    // change after it, each read a change ahead; the consumers stage the first query themselves.
+    int next_change = count, next_run = 0, change_after = count, query_loads = 0, last_change = 0;
+    auto look_ahead = [&] {
+      if (next_change < count) {
+        next_run = p.tile_shift_index[work.tile_begin + next_change];
+        change_after = run_change(p, work, work.tile_begin + next_change);
+      }
+    };
+    if constexpr (LAZY) {
+      next_change = run_change(p, work, work.tile_begin);
+      look_ahead();
+    }
     for (int i = 0; i < count; ++i) {
       const int ti = work.tile_begin + i, stage = i % kStages;
       // Metadata of the next iterations, loaded now and used there.
@@ -151,6 +192,37 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
       if (t == 0) masked[stage] = next.key_start - cur.key_start != kKeys || cur.key_start + kKeys - 1 > row_key_limit[0];
       mbar_arrive(&full[stage]);            // releases this thread's key and mask stores
       mbar_arrive_on_copies(&full[stage]);  // and this when its copies have landed
+      // Lazy: the next shift's rotated query into q_s as soon as the consumers hold the last one
+      // (tested without waiting once this thread has issued the tile of that last change), at the
+      // latest before the tile that needs it: tiles before they reach it, off their path.
+      if (LAZY && next_change < count && i >= last_change &&
+          (i + 1 >= next_change ? (mbar_wait(q_empty, query_loads & 1), true) : mbar_test(q_empty, query_loads & 1))) {
+        const bf16_bits* q = p.q_rotated + int64_t(next_run) * p.n * p.num_heads * D;
+        // Thread t stages dims q_dim.. of rows q_row0, q_row0 + kQRowStep, ...; their (token,
+        // head) advance by a fixed step (no division in the copy loop).
+        constexpr int kQRowStep = 128 / kChunks;
+        const int q_dim = (t % kChunks) * 8, q_row0 = t / kChunks;
+        const int q_token_step = kQRowStep / group_size, q_head_step = kQRowStep % group_size;
+        int row = work.row0 + q_row0, token = row / group_size, head = work.kv_head * group_size + row % group_size;
+#pragma unroll 1
+        for (int r = q_row0; r < kWsRows; r += kQRowStep) {
+          const bool valid = row < rows_total;
+          cp_async16(q_s + r * kQLd + q_dim, q + (int64_t(valid ? token : 0) * p.num_heads + head) * D + q_dim,
+                     valid ? 16 : 0);
+          row += kQRowStep;
+          token += q_token_step;
+          head += q_head_step;
+          if (head >= (work.kv_head + 1) * group_size) {
+            head -= group_size;
+            ++token;
+          }
+        }
+        mbar_arrive_on_copies(q_full);
+        ++query_loads;
+        last_change = next_change;
+        next_change = change_after;
+        look_ahead();
+      }
       cur = next;
       next = after;
       ref = next_ref;
@@ -160,26 +232,37 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
   }
 
   // Consumers: warp c (0..7) owns rows 16c..16c+15 of the CTA, its warpgroup the 64 around them.
-  setmaxnreg_inc<216>();
+  setmaxnreg_inc<kConsumerRegs>();
   const int cw = warp - 4;
   float o[1][D / 8][4];
   float row_max[1][2] = {{-INFINITY, -INFINITY}}, row_sum[1][2] = {{0.0f, 0.0f}};
 #pragma unroll
   for (int i = 0; i < D / 8; ++i) o[0][i][0] = o[0][i][1] = o[0][i][2] = o[0][i][3] = 0.0f;
   if (count > 0) {
-    // The query rows of this warpgroup (lazy: of tile ti's shift, rotated) through shared memory
-    // into registers; each warpgroup stages its own 64 rows (named barrier 2 + wg, 128 threads).
+    // The first query rows of this warpgroup (lazy: of the first tile's shift, rotated) through
+    // shared memory into registers; each warpgroup stages its own 64 rows (named barrier 2 + wg).
     const int wg = cw / 4;
     uint32_t qa[D / 16][4];
-    auto load_query = [&](int ti) {
+    auto rows_to_registers = [&] {
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        ldmatrix_x4(qa[kk], q_s + (cw * 16 + lane % 16) * kQLd + kk * 16 + (lane / 16) * 8);
+      }
+    };
+    // Lazy: the next change of shift (count: none) and the one after it, read a change ahead.
+    int next_change = count, change_after = count, query_loads = 0;
+    if constexpr (LAZY) {
+      next_change = run_change(p, work, work.tile_begin);
+      if (next_change < count) change_after = run_change(p, work, work.tile_begin + next_change);
+    }
+    {
       const bf16_bits* q = p.q;
       int64_t q_stride = p.q_row_stride;
       if constexpr (LAZY) {
-        q = p.q_rotated + int64_t(p.tile_shift_index[ti]) * p.n * p.num_heads * D;
+        q = p.q_rotated + int64_t(p.tile_shift_index[work.tile_begin]) * p.n * p.num_heads * D;
         q_stride = int64_t(p.num_heads) * D;
       }
       constexpr int kChunks = D / 8;
-      wg == 0 ? named_sync<2>() : named_sync<3>();  // the warpgroup's earlier reads of its rows are done
       for (int idx = threadIdx.x % 128; idx < 64 * kChunks; idx += 128) {
         const int r = wg * 64 + idx / kChunks, dim = (idx % kChunks) * 8;
         const int row = work.row0 + r;
@@ -191,13 +274,9 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
       cp_async_commit();
       cp_async_wait<0>();
       wg == 0 ? named_sync<2>() : named_sync<3>();
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        ldmatrix_x4(qa[kk], q_s + (cw * 16 + lane % 16) * kQLd + kk * 16 + (lane / 16) * 8);
-      }
-    };
-    load_query(work.tile_begin);
-    int query_run = LAZY ? p.tile_shift_index[work.tile_begin] : 0;
+      rows_to_registers();
+      if constexpr (LAZY) mbar_arrive(q_empty);  // q_s may take the next shift's rows
+    }
 
     float s[1][kKeys / 8][4];
 #pragma unroll
@@ -250,20 +329,21 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
     pack_weights(s[0], pa);
     for (int i = 1; i < count; ++i) {
       const int stage = i % kStages, prev = (i - 1) % kStages;
-      if constexpr (LAZY) {
-        // A range may cross shift runs here: a new shift, its rotated query.
-        const int run = p.tile_shift_index[work.tile_begin + i];
-        if (run != query_run) {
-          load_query(work.tile_begin + i);
-          query_run = run;
-        }
+      if (LAZY && i == next_change) {
+        // The range crosses into another shift run: its rotated query, staged by the producer.
+        mbar_wait(q_full, query_loads & 1);
+        rows_to_registers();
+        mbar_arrive(q_empty);
+        ++query_loads;
+        next_change = change_after;
+        if (next_change < count) change_after = run_change(p, work, work.tile_begin + next_change);
       }
       mbar_wait(&full[stage], (i / kStages) & 1);
       fence_proxy_async_shared();
-        wgmma_fence();
+      wgmma_fence();
       issue_scores(stage);
       issue_values(prev);  // P(i-1)·V(i-1) runs under this tile's softmax
-        wgmma_wait<1>();
+      wgmma_wait<1>();
       softmax(stage);
       wgmma_wait<0>();
       release(prev);

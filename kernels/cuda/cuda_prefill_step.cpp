@@ -54,6 +54,7 @@ void CudaBackend::run_prefill(const ForwardStep& step, int total_keys, StepOutpu
   const std::size_t shifts_at = append_aligned(host_meta_, plan.distinct_shifts.data(), plan.distinct_shifts.size());
   const std::size_t tile_shift_at =
       append_aligned(host_meta_, plan.tile_shift_index.data(), plan.tile_shift_index.size());
+  const std::size_t run_end_at = append_aligned(host_meta_, plan.tile_run_end.data(), plan.tile_run_end.size());
   const std::size_t ranges_at = append_aligned(host_meta_, ranges.data(), ranges.size());
   const int num_shifts = int(plan.distinct_shifts.size());
   if (step.lazy_rotation) {
@@ -69,6 +70,7 @@ void CudaBackend::run_prefill(const ForwardStep& step, int total_keys, StepOutpu
   const KvTile* d_tiles = reinterpret_cast<const KvTile*>(meta + tiles_at);
   const int32_t* d_shifts = reinterpret_cast<const int32_t*>(meta + shifts_at);
   const int32_t* d_tile_shift = reinterpret_cast<const int32_t*>(meta + tile_shift_at);
+  const int32_t* d_run_end = reinterpret_cast<const int32_t*>(meta + run_end_at);
   const int32_t* d_ranges = reinterpret_cast<const int32_t*>(meta + ranges_at);
 
   float* x = x_.as<float>();
@@ -126,6 +128,7 @@ void CudaBackend::run_prefill(const ForwardStep& step, int total_keys, StepOutpu
     ap.lazy = step.lazy_rotation;
     ap.shifts = d_shifts;
     ap.tile_shift_index = d_tile_shift;
+    ap.tile_run_end = d_run_end;
     ap.num_shifts = num_shifts;
     ap.q_rotated = step.lazy_rotation ? q_rotated_.as<bf16_bits>() : nullptr;
     ap.split_ranges = step.lazy_rotation ? d_ranges : nullptr;

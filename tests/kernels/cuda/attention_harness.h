@@ -95,7 +95,7 @@ inline std::vector<float> rotated_queries(std::vector<float> q, const std::vecto
 
 // A one-sequence prefill plan uploaded to the device.
 struct DevicePrefillPlan {
-  DeviceBuffer entries, tiles, shifts, tile_shift_index, positions, inv_freq;
+  DeviceBuffer entries, tiles, shifts, tile_shift_index, tile_run_end, positions, inv_freq;
   int num_tiles = 0, num_shifts = 0, total_keys = 0;
 
   DevicePrefillPlan(const AttentionPlan& plan, const std::vector<int32_t>& query_positions,
@@ -104,6 +104,7 @@ struct DevicePrefillPlan {
         tiles(upload(plan.tiles)),
         shifts(upload(plan.distinct_shifts)),
         tile_shift_index(upload(plan.tile_shift_index)),
+        tile_run_end(upload(plan.tile_run_end)),
         positions(upload(query_positions)),
         inv_freq(upload(frequencies)),
         num_tiles(int(plan.tiles.size())),
@@ -129,6 +130,7 @@ struct DevicePrefillPlan {
     p.lazy = lazy;
     p.shifts = shifts.as<int32_t>();
     p.tile_shift_index = tile_shift_index.as<int32_t>();
+    p.tile_run_end = tile_run_end.as<int32_t>();
     p.num_shifts = num_shifts;
     return p;
   }

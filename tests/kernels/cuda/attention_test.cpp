@@ -277,15 +277,13 @@ TEST(AttentionDecodeTest, ShiftAtEveryBlockMatchesCpuReference) {
   }
 }
 
-TEST_P(AttentionTest, PrefillMatchesCpuReference) {
-  LAZYSCOPE_REQUIRE_GPU();
-  const Case c = GetParam();
+void expect_prefill_matches_cpu(const Case& c, const TableMaker& table_of = make_table) {
   std::mt19937 rng(99 + c.head_dim + c.ratio * 3 + c.block_size);
   const Pool pool = random_pool(c, rng);
   const std::vector<float> inv_freq = rope_inv_freq(RopeParams{10000.0f, false}, c.head_dim);
   const int heads = kKvHeads * c.ratio;
   for (int n : {1, 7, 2 * c.block_size + 9, 150}) {
-    const std::vector<BlockRef> table = make_table(c, 0, n, 0);
+    const std::vector<BlockRef> table = table_of(c, 0, n, 0);
     AttentionPlan plan;
     append_sequence(plan, table, c.block_size, c.lazy);
     const int total = plan.seq_total_keys[0];
@@ -331,6 +329,34 @@ TEST_P(AttentionTest, PrefillMatchesCpuReference) {
       EXPECT_LT(error, kTolerance) << "n " << n << " splits " << splits
                                    << " " << prefill_kernel_name(p) << ", rows/warp " << rows_per_warp;
     }
+  }
+}
+
+TEST_P(AttentionTest, PrefillMatchesCpuReference) {
+  LAZYSCOPE_REQUIRE_GPU();
+  expect_prefill_matches_cpu(GetParam());
+}
+
+// Lazy prefill where the shift changes at every cached block: with one split a CTA of the
+// warp-specialised kernel meets some thirty shifts, most of them one tile long, so its producer
+// stages each next rotated query while the consumers still hold the last (and waits for them).
+std::vector<BlockRef> prefill_table_of_many_shifts(const Case& c, int variant, int new_tokens, int first_block) {
+  std::vector<BlockRef> table = table_of_many_shifts(c, variant, 0, first_block);
+  table.pop_back();  // its empty new-token block
+  int next = first_block + int(table.size());
+  for (int remaining = new_tokens; remaining > 0; remaining -= c.block_size) {
+    table.push_back(BlockRef{next++, 0, std::min(remaining, c.block_size)});
+  }
+  return table;
+}
+
+TEST(AttentionPrefillTest, ShiftAtEveryBlockMatchesCpuReference) {
+  LAZYSCOPE_REQUIRE_GPU();
+  for (const Case& c : {Case{128, 4, 16, Shifts::Small, true}, Case{128, 1, 64, Shifts::Large, true},
+                        Case{64, 2, 32, Shifts::Small, true}, Case{64, 8, 16, Shifts::Large, true}}) {
+    SCOPED_TRACE("D" + std::to_string(c.head_dim) + " gqa" + std::to_string(c.ratio) + " bs" +
+                 std::to_string(c.block_size));
+    expect_prefill_matches_cpu(c, prefill_table_of_many_shifts);
   }
 }
 
@@ -394,6 +420,12 @@ TEST(AttentionPlanTest, TilesFollowShiftRunsAndTileWidth) {
   // Split ranges never cross the shift change between tiles 1 and 2.
   EXPECT_EQ(lazy_split_ranges(plan, 0, 1), (std::vector<int32_t>{0, 2, 2, 3}));
   EXPECT_EQ(lazy_split_ranges(plan, 0, 6), (std::vector<int32_t>{0, 1, 1, 2, 2, 3}));
+  EXPECT_EQ(plan.tile_run_end, (std::vector<int32_t>{2, 2, 3}));
+  // A second sequence returning to an earlier shift: runs end at every change, sequence-local.
+  const std::vector<BlockRef> second{{8, 5, 16}, {9, 0, 16}, {10, 5, 16}, {11, 5, 4}};
+  append_sequence(plan, second, 16, true);
+  EXPECT_EQ(plan.tile_shift_index, (std::vector<int32_t>{0, 0, 1, 0, 1, 0}));
+  EXPECT_EQ(plan.tile_run_end, (std::vector<int32_t>{2, 2, 3, 1, 2, 3}));
 }
 
 class KvCacheTest : public testing::TestWithParam<int> {};
