@@ -85,8 +85,9 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
   constexpr int kStages = ws_stages<D>();
   constexpr int kTile = kKeys * D;  // elements of one K or V tile
   constexpr int kQLd = D + 8;       // query staging rows, padded for ldmatrix
-  // Registers a thread (setmaxnreg; 64K an SM): the lazy producer's query copies need 8 more
-  // (at 72 it spills), taken from the consumers (208 is spill-free there).
+  // Registers a thread (setmaxnreg), within what the launch allocated (168 a thread: producer +
+  // 2 x consumer <= 504, or the consumers' increase never returns): the lazy producer's query
+  // copies need 8 more (at 72 it spills), taken from the consumers (208 is spill-free there).
   constexpr int kProducerRegs = LAZY ? 80 : 72, kConsumerRegs = LAZY ? 208 : 216;
   extern __shared__ __align__(16) uint8_t smem[];
   uint8_t* tiles = smem + ((1024 - (smem_addr(smem) & 1023)) & 1023);
