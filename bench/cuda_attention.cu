@@ -378,8 +378,14 @@ int main(int argc, char** argv) {
     const int only_context = decode_only && argc > 3 ? std::stoi(argv[3]) : 0;
     // `--prefill [SHAPE]`: the prefill table alone, or its row SHAPE (1-5, for a profiler run).
     const bool prefill_only = argc > 1 && std::string(argv[1]) == "--prefill";
-    const int only_shape = prefill_only && argc > 2 ? std::stoi(argv[2]) : 0;
-    if (only_shape < 0 || only_shape > 5) throw std::runtime_error("--prefill SHAPE: a row of the table, 1-5");
+    int only_shape = 0;
+    if (prefill_only && argc > 2) {
+      const std::string arg = argv[2];
+      if (arg.size() != 1 || arg[0] < '1' || arg[0] > '5') {
+        throw std::runtime_error("--prefill SHAPE: a row of the table, 1-5 (got '" + arg + "')");
+      }
+      only_shape = arg[0] - '0';
+    }
     if (!decode_only) prefill_table(inv_freq, only_shape);
     if (!prefill_only) decode_table(copy_gbs, inv_freq, only_batch, only_context);
   } catch (const std::exception& e) {

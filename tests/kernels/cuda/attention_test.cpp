@@ -392,6 +392,33 @@ TEST(AttentionPrefillTest, HopperBuildsTakeTheWgmmaKernel) {
   }
 }
 
+// A lazy call that the warp-specialised kernel would take is refused without the plan's run ends,
+// with an error that names them.
+TEST(AttentionPrefillTest, LazyCallWithoutRunEndsIsRefused) {
+  LAZYSCOPE_REQUIRE_GPU();
+  const Case c{128, 4, 16, Shifts::Small, true};
+  const int n = 16;
+  const std::vector<BlockRef> table = make_table(c, 0, n, 0);
+  AttentionPlan plan;
+  append_sequence(plan, table, c.block_size, true);
+  const DevicePrefillPlan device_plan(plan, std::vector<int32_t>(n, 0),
+                                      rope_inv_freq(RopeParams{10000.0f, false}, c.head_dim));
+  PrefillParams p = device_plan.params(shape_of(c), n, true);
+  if (prefill_splits_follow_shift_runs(p)) GTEST_SKIP() << prefill_kernel_name(p) << " does not read run ends";
+  DeviceBuffer q_rotated(lazy_query_workspace_elements(n, kKvHeads * c.ratio, c.head_dim, device_plan.num_shifts) * 2);
+  DeviceBuffer ranges = upload(lazy_split_ranges(plan, 0, 1));
+  p.q_rotated = q_rotated.as<bf16_bits>();
+  p.q_rotated_ready = true;
+  p.split_ranges = ranges.as<int32_t>();
+  p.tile_run_end = nullptr;
+  try {
+    prefill_attention(p, nullptr);
+    ADD_FAILURE() << "a lazy call without tile_run_end was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("tile_run_end"), std::string::npos) << e.what();
+  }
+}
+
 TEST(AttentionPlanTest, RejectsShiftsInPlainCallsAndBadBlockSizes) {
   std::vector<BlockRef> table{{0, 5, 16}};
   AttentionPlan plan;
