@@ -72,6 +72,7 @@ struct PrefillCase {
   KvWriteParams kw;
   PrefillParams p;
   int splits = 1;
+  int kernel_splits[3] = {1, 1, 1};  // plain splits by PrefillParams::Kernel (Auto, MmaSync, Wgmma)
 
   PrefillCase(const Pool& pool, const std::vector<KvEntry>& table, int n, bool lazy, const DeviceBuffer& inv_freq) {
     AttentionPlan plan;
@@ -97,14 +98,24 @@ struct PrefillCase {
     qkv.resize(std::size_t(n) * row * 2);
     out.resize(std::size_t(n) * kHeads * kDim * 2);
     fill_random_bf16(qkv.as<bf16_bits>(), int64_t(n) * row, 5, 1.0f, nullptr);
-    const int plain_splits = prefill_num_splits(n, kHeads, kKvHeads, int(plan.tiles.size()), device_sm_count());
+    // Each kernel's own split count, as the backend would choose it (plain calls; the lazy ones
+    // run the default kernel alone).
+    for (PrefillParams::Kernel kernel : {PrefillParams::Kernel::Auto, PrefillParams::Kernel::MmaSync,
+                                         PrefillParams::Kernel::Wgmma}) {
+      PrefillParams probe;
+      probe.head_dim = kDim;
+      probe.kernel = kernel;
+      kernel_splits[int(kernel)] = prefill_num_splits(n, kHeads, kKvHeads, int(plan.tiles.size()), device_sm_count(), probe);
+    }
+    const int plain_splits = kernel_splits[int(PrefillParams::Kernel::Auto)];
     const std::vector<int32_t> host_ranges = lazy_split_ranges(plan, 0, plain_splits);
     PrefillParams probe;
     probe.head_dim = kDim;
     splits = lazy && prefill_splits_follow_shift_runs(probe) ? int(host_ranges.size() / 2) : plain_splits;
     ranges = upload(host_ranges);
-    po.resize(split_partial_o_floats(n * kHeads, splits, kDim) * 4);
-    pml.resize(split_partial_ml_floats(n * kHeads, splits) * 4);
+    const int most_splits = std::max({splits, kernel_splits[1], kernel_splits[2]});
+    po.resize(split_partial_o_floats(n * kHeads, most_splits, kDim) * 4);
+    pml.resize(split_partial_ml_floats(n * kHeads, most_splits) * 4);
     // Pool writes land on this table's own blocks (the pool is shared by the shapes).
     kw.k = qkv.as<bf16_bits>() + kHeads * kDim;
     kw.v = qkv.as<bf16_bits>() + (kHeads + kKvHeads) * kDim;
@@ -157,6 +168,7 @@ struct PrefillCase {
   void attention_on(PrefillParams::Kernel kernel) const {  // a given kernel, whatever the default is here
     PrefillParams forced = p;
     forced.kernel = kernel;
+    forced.num_splits = kernel_splits[int(kernel)];
     prefill_attention(forced, nullptr);
   }
   void step() const {
@@ -224,8 +236,8 @@ void prefill_table(const DeviceBuffer& inv_freq, int only_shape) {
               "## plain and lazy timed in alternation (ABBA); overhead = median of the per-repeat lazy/plain ratios;\n"
               "## lazy pre-pass = lazy attention with its own rotation pre-pass (the unfused path);\n"
               "## kernel: the default here (%s); last columns: plain attention on the mma.sync kernel and on\n"
-              "## the two-CTA wgmma kernel (where there is one), each timed in alternation with the default,\n"
-              "## and the default's time over theirs\n",
+              "## the two-CTA wgmma kernel (where there is one), each at its own split count (as the backend\n"
+              "## would choose it) and timed in alternation with the default, and the default's time over theirs\n",
               [&] {
                 PrefillParams probe;
                 probe.head_dim = kDim;

@@ -136,7 +136,9 @@ inline std::size_t lazy_query_workspace_elements(int n, int num_heads, int head_
 // Lazy prefill split ranges for sequence `seq`: about `splits` pieces, none crossing a change of
 // shift; flattened [begin, end) pairs of sequence-local tile indices (num_splits = size / 2).
 std::vector<int32_t> lazy_split_ranges(const AttentionPlan& plan, int seq, int splits);
-int prefill_num_splits(int n, int num_heads, int num_kv_heads, int num_tiles, int sm_count);
+// KV splits of a prompt step for the kernel `kernel` would take (its head_dim and kernel fields).
+int prefill_num_splits(int n, int num_heads, int num_kv_heads, int num_tiles, int sm_count,
+                       const PrefillParams& kernel);
 void prefill_attention(const PrefillParams& p, cudaStream_t stream);
 // Whether prefill_attention takes a wgmma kernel for this head_dim on the current device.
 bool prefill_uses_wgmma(const PrefillParams& p);

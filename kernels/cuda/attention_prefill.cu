@@ -161,10 +161,18 @@ bool prefill_splits_follow_shift_runs(const PrefillParams& p) {
   return !prefill_uses_wgmma(p) || p.kernel == PrefillParams::Kernel::Wgmma;
 }
 
-int prefill_num_splits(int n, int num_heads, int num_kv_heads, int num_tiles, int sm_count) {
+int prefill_num_splits(int n, int num_heads, int num_kv_heads, int num_tiles, int sm_count,
+                       const PrefillParams& kernel) {
   const int rows = n * (num_heads / num_kv_heads);
-  constexpr int kRows = rows_per_cta<2>();
+  constexpr int kRows = rows_per_cta<2>();  // 128: mma.sync's CTA and the warp-specialised kernel's
   const int ctas = ((rows + kRows - 1) / kRows) * num_kv_heads;
+  if (prefill_uses_wgmma(kernel) && kernel.kernel != PrefillParams::Kernel::Wgmma) {
+    // The warp-specialised kernel runs one CTA an SM: at most one wave of CTAs (a second, shorter
+    // wave pays another prologue and pipeline fill for the same keys), each at least 8 tiles long.
+    int splits = std::max(1, sm_count / ctas);
+    splits = std::min(splits, std::max(1, num_tiles / 8));
+    return std::min(splits, 16);
+  }
   int splits = (2 * sm_count + ctas - 1) / ctas;
   splits = std::min(splits, std::max(1, num_tiles / 4));  // keep at least 4 tiles per split
   return std::max(1, std::min(splits, 16));

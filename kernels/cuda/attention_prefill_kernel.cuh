@@ -71,7 +71,9 @@ struct CtaWork {
   int kv_head, split, row0, tile_begin, tile_end;
 };
 
-template <int D, bool LAZY, int kThreads>
+// kSplitTiles: each split's tile count a multiple of it (the warp-specialised kernel's two-tile
+// steps: an odd split would end in a step of one tile, which costs a whole step).
+template <int D, bool LAZY, int kThreads, int kSplitTiles = 1>
 __device__ __forceinline__ CtaWork cta_work(const PrefillParams& p, int rows_per_cta) {
   const int group_size = p.num_heads / p.num_kv_heads;
   // Heaviest causal row tiles first. CTAs start in (x, y) order; when every head's K/V fits the L2
@@ -117,7 +119,7 @@ __device__ __forceinline__ CtaWork cta_work(const PrefillParams& p, int rows_per
     work.tile_begin = p.split_ranges[2 * work.split];
     work.tile_end = min(visible_tiles, p.split_ranges[2 * work.split + 1]);
   } else {
-    const int per_split = (visible_tiles + p.num_splits - 1) / p.num_splits;
+    const int per_split = (visible_tiles + p.num_splits * kSplitTiles - 1) / (p.num_splits * kSplitTiles) * kSplitTiles;
     work.tile_begin = work.split * per_split;
     work.tile_end = min(visible_tiles, work.tile_begin + per_split);
   }
@@ -137,9 +139,10 @@ constexpr float score_scale() {
 // slots (keys INT_MAX) and each row's causal limit (row_key_limit) per element. Straight-line
 // phases over the row tiles (so their latency chains interleave); maxima and sums are trees over
 // the 8-column groups (depth 4, not 16-long dependent chains: with 8 warps an SM the loop is
-// latency-bound). The scale is folded into the exponent (FFMA).
-template <int D, int MT, bool kMask>
-__device__ __forceinline__ void softmax_scores(float (&s)[MT][kKeys / 8][4], const int* keys, const int* row_key_limit,
+// latency-bound). The scale is folded into the exponent (FFMA). kCols: the columns of s (one key
+// tile, or a step of two: the warp-specialised kernel), keys holding one key per column.
+template <int D, int MT, bool kMask, int kCols = kKeys>
+__device__ __forceinline__ void softmax_scores(float (&s)[MT][kCols / 8][4], const int* keys, const int* row_key_limit,
                                                int warp_row0, float (&row_max)[MT][2], float (&row_sum)[MT][2],
                                                float (&correction)[MT][2]) {
   constexpr float kScale = score_scale<D>();
@@ -152,9 +155,9 @@ __device__ __forceinline__ void softmax_scores(float (&s)[MT][kKeys / 8][4], con
       key_limit[0] = row_key_limit[warp_row0 + mt * 16 + quad_row];
       key_limit[1] = row_key_limit[warp_row0 + mt * 16 + quad_row + 8];
     }
-    float part[2][kKeys / 8];
+    float part[2][kCols / 8];
 #pragma unroll
-    for (int nt = 0; nt < kKeys / 8; ++nt) {
+    for (int nt = 0; nt < kCols / 8; ++nt) {
       if constexpr (kMask) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
@@ -166,11 +169,14 @@ __device__ __forceinline__ void softmax_scores(float (&s)[MT][kKeys / 8][4], con
       part[1][nt] = fmaxf(s[mt][nt][2], s[mt][nt][3]);
     }
 #pragma unroll
-    for (int width = kKeys / 16; width >= 1; width /= 2) {
+    for (int level = 0; (kCols / 16) >> level >= 1; ++level) {  // constant trip counts: fully unrolled
+      const int width = (kCols / 16) >> level;
 #pragma unroll
-      for (int i = 0; i < width; ++i) {
-        part[0][i] = fmaxf(part[0][i], part[0][i + width]);
-        part[1][i] = fmaxf(part[1][i], part[1][i + width]);
+      for (int i = 0; i < kCols / 16; ++i) {
+        if (i < width) {
+          part[0][i] = fmaxf(part[0][i], part[0][i + width]);
+          part[1][i] = fmaxf(part[1][i], part[1][i + width]);
+        }
       }
     }
 #pragma unroll
@@ -186,20 +192,23 @@ __device__ __forceinline__ void softmax_scores(float (&s)[MT][kKeys / 8][4], con
   }
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
-    float part[2][kKeys / 8];
+    float part[2][kCols / 8];
 #pragma unroll
-    for (int nt = 0; nt < kKeys / 8; ++nt) {
+    for (int nt = 0; nt < kCols / 8; ++nt) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[mt][nt][e] = fast_exp2(fmaf(s[mt][nt][e], kScale, -base_max[mt][e >> 1]));
       part[0][nt] = s[mt][nt][0] + s[mt][nt][1];
       part[1][nt] = s[mt][nt][2] + s[mt][nt][3];
     }
 #pragma unroll
-    for (int width = kKeys / 16; width >= 1; width /= 2) {
+    for (int level = 0; (kCols / 16) >> level >= 1; ++level) {  // constant trip counts: fully unrolled
+      const int width = (kCols / 16) >> level;
 #pragma unroll
-      for (int i = 0; i < width; ++i) {
-        part[0][i] += part[0][i + width];
-        part[1][i] += part[1][i + width];
+      for (int i = 0; i < kCols / 16; ++i) {
+        if (i < width) {
+          part[0][i] += part[0][i + width];
+          part[1][i] += part[1][i + width];
+        }
       }
     }
     row_sum[mt][0] = fmaf(row_sum[mt][0], correction[mt][0], part[0][0]);
@@ -229,10 +238,11 @@ __device__ __forceinline__ void rescale_rows(float (&o)[MT][D / 8][4], const flo
 }
 
 // P as the A operand of the P·V product (bf16 pairs in the mma.sync A-fragment layout) from one
-// 16-row tile's weights.
-__device__ __forceinline__ void pack_weights(const float (&s)[kKeys / 8][4], uint32_t (&a)[kKeys / 16][4]) {
+// 16-row tile's weights (kCols columns).
+template <int kCols = kKeys>
+__device__ __forceinline__ void pack_weights(const float (&s)[kCols / 8][4], uint32_t (&a)[kCols / 16][4]) {
 #pragma unroll
-  for (int kk = 0; kk < kKeys / 16; ++kk) {
+  for (int kk = 0; kk < kCols / 16; ++kk) {
     a[kk][0] = pack_bf16x2(s[2 * kk][0], s[2 * kk][1]);
     a[kk][1] = pack_bf16x2(s[2 * kk][2], s[2 * kk][3]);
     a[kk][2] = pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]);

@@ -33,7 +33,7 @@ void launch_wgmma(const PrefillParams& p, cudaStream_t stream) {
 
 template <int D, bool LAZY>
 void launch_ws(const PrefillParams& p, cudaStream_t stream) {
-  constexpr int kSmem = ws_smem_bytes<D>();
+  constexpr int kSmem = ws_smem_bytes<D, LAZY>();
   static bool configured = false;
   allow_smem(prefill_kernel_ws<D, LAZY>, kSmem, configured);
   const int rows = p.n * (p.num_heads / p.num_kv_heads);

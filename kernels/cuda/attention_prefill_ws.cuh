@@ -1,16 +1,21 @@
 #pragma once
 // The warp-specialised wgmma prefill attention kernel (sm_90a; attention_prefill_sm90a.cu).
 // A CTA of three warpgroups owns 128 rows of (query token, group head) pairs of one KV head, as
-// the other kernels do. Warpgroup 0 produces: it gathers each 64-key K/V tile from the paged pool
-// with cp.async into a ring of stages (block-table metadata read a tile ahead into registers); the
-// copies themselves arrive on the stage's mbarrier when they land (cp.async.mbarrier.arrive), so
-// the producer only ever waits for a free stage. Warpgroups 1 and 2 consume, 64 rows
-// each, with the query in registers: S = QK^T and O += PV as wgmma from registers, and the softmax
-// of tile t runs while the tensor cores compute P(t-1)·V(t-1); a stage goes back to the producer
-// when its P·V is done. setmaxnreg moves registers from the producer to the consumers. Lazy: a
-// CTA's range of tiles may cross shift runs (splits are even, as plain ones are); at a change of
-// shift the producer stages that shift's rotated query in shared memory tiles ahead, and the
-// consumers take it into registers when they reach it (PrefillParams::split_ranges is not read).
+// the other kernels do, and walks its K/V in steps of 128 keys: two 64-key host tiles of one
+// shift run (one alone at the end of a run or of the range). Warpgroup 0 produces: it gathers each
+// step's K, then its V, from the paged pool with cp.async into a ring of 128-key stages (block-table
+// metadata read a step ahead into registers); the copies themselves arrive on the stage's K or V
+// mbarrier when they land (cp.async.mbarrier.arrive), so the producer only ever waits for a free
+// stage. Warpgroups 1 and 2 consume, 64 rows each, with the query in shared memory: S = QK^T as
+// m64n128 wgmma from shared memory, O += PV from registers, and the softmax of step t runs while
+// the tensor cores compute P(t-1)·V(t-1); the two consumer warpgroups take turns issuing their
+// products. K and V go back to the producer separately (K once its scores and keys are read, V
+// once its product is done), so two stages keep a step of copies in flight. setmaxnreg moves
+// registers from the producer to the consumers. Splits have an even number of tiles (a step of
+// one tile costs a whole step) and, one CTA an SM, fill at most one wave. Lazy: a CTA's range may
+// cross shift runs (splits are even, as plain ones are); at a change of shift the producer stages
+// that shift's rotated query in the other query buffer steps ahead, and the consumers switch
+// buffers when they reach it (PrefillParams::split_ranges is not read).
 #include "kernels/cuda/attention_prefill_kernel.cuh"
 
 namespace lazyscope::cuda {
@@ -21,15 +26,22 @@ using namespace detail;
 constexpr int kWsConsumers = 2;                    // consumer warpgroups, 64 rows each
 constexpr int kWsRows = 64 * kWsConsumers;         // rows a CTA
 constexpr int kWsThreads = 128 * (kWsConsumers + 1);
+constexpr int kStepKeys = 2 * kKeys;               // keys a step: two host tiles
 
+// Ring depth in 128-key steps: 64 KB of K and V a stage at D 128, 32 KB at D 64.
 template <int D>
-constexpr int ws_stages() {  // K/V ring depth: 32 KB a stage at D 128, 16 KB at D 64
-  return D == 128 ? 5 : 8;
+constexpr int ws_stages() {
+  return D == 128 ? 2 : 4;
 }
-template <int D>
+// Query buffers: plain one, lazy two (the next shift's rows land while the current ones are read).
+template <bool LAZY>
+constexpr int ws_query_buffers() {
+  return LAZY ? 2 : 1;
+}
+template <int D, bool LAZY>
 constexpr int ws_smem_bytes() {
-  return 1024 + ws_stages<D>() * 2 * kKeys * D * 2 + kWsRows * (D + 8) * 2 + 2 * ws_stages<D>() * 8 +
-         ws_stages<D>() * (kKeys + 1) * 4 + kWsRows * 4 + 2 * 8;
+  return 1024 + ws_stages<D>() * 2 * kStepKeys * D * 2 + ws_query_buffers<LAZY>() * kWsRows * D * 2 +
+         (4 * ws_stages<D>() + 2) * 8 + ws_stages<D>() * (kStepKeys + 1) * 4 + kWsRows * 4;
 }
 
 #ifdef LAZYSCOPE_WGMMA_CODE
@@ -71,6 +83,9 @@ template <int ID>
 __device__ __forceinline__ void named_sync() {
   asm volatile("bar.sync %0, 128;\n" ::"n"(ID) : "memory");
 }
+// Named barrier `id` shared by both consumer warpgroups (256 threads): wait there, or only arrive.
+__device__ __forceinline__ void pair_sync(int id) { asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory"); }
+__device__ __forceinline__ void pair_arrive(int id) { asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory"); }
 #endif
 
 // Lazy: the first tile of the shift run after the one holding tile ti, relative to the CTA's
@@ -83,30 +98,32 @@ template <int D, bool LAZY>
 __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams p) {
 #ifdef LAZYSCOPE_WGMMA_CODE
   constexpr int kStages = ws_stages<D>();
-  constexpr int kTile = kKeys * D;  // elements of one K or V tile
-  constexpr int kQLd = D + 8;       // query staging rows, padded for ldmatrix
+  constexpr int kStage = kStepKeys * D;  // elements of one K or V stage
+  constexpr int kQTile = kWsRows * D;    // elements of one query buffer
   // Registers a thread (setmaxnreg), within what the launch allocated (168 a thread: producer +
-  // 2 x consumer <= 504, or the consumers' increase never returns): the lazy producer's query
-  // copies need 8 more (at 72 it spills), taken from the consumers (208 is spill-free there).
+  // 2 x consumer <= 504, or the consumers' increase never returns).
+  // The lazy producer's query copies need 8 more (at 72 it spills), taken from the consumers.
   constexpr int kProducerRegs = LAZY ? 80 : 72, kConsumerRegs = LAZY ? 208 : 216;
   extern __shared__ __align__(16) uint8_t smem[];
   uint8_t* tiles = smem + ((1024 - (smem_addr(smem) & 1023)) & 1023);
-  __nv_bfloat16* k_s = reinterpret_cast<__nv_bfloat16*>(tiles);  // [kStages][D/64][kKeys][64], swizzled
-  __nv_bfloat16* v_s = k_s + kStages * kTile;
-  __nv_bfloat16* q_s = v_s + kStages * kTile;                       // [kWsRows][kQLd]
-  uint64_t* full = reinterpret_cast<uint64_t*>(q_s + kWsRows * kQLd);  // [kStages]: stage holds its tile
-  uint64_t* empty = full + kStages;                                // [kStages]: stage may be refilled
-  // Lazy: q_s holds the next shift's rotated query, written by the producer (q_full) once the
-  // consumers have taken the previous one into registers (q_empty).
-  uint64_t* q_full = empty + kStages;
+  __nv_bfloat16* k_s = reinterpret_cast<__nv_bfloat16*>(tiles);  // [kStages][D/64][kStepKeys][64], swizzled
+  __nv_bfloat16* v_s = k_s + kStages * kStage;
+  __nv_bfloat16* q_s = v_s + kStages * kStage;  // [buffers][D/64][kWsRows][64], swizzled as the stages
+  uint64_t* full_k = reinterpret_cast<uint64_t*>(q_s + ws_query_buffers<LAZY>() * kQTile);  // [kStages]
+  uint64_t* full_v = full_k + kStages;    // [kStages]: the stage holds its step's K / V
+  uint64_t* empty_k = full_v + kStages;   // [kStages]: the stage's K / V may be refilled
+  uint64_t* empty_v = empty_k + kStages;
+  // Lazy: the producer writes the next shift's rotated query into the other buffer (q_full) once
+  // the consumers are done with the query before it there (q_empty).
+  uint64_t* q_full = empty_v + kStages;
   uint64_t* q_empty = q_full + 1;
-  int* col_key = reinterpret_cast<int*>(q_empty + 1);              // [kStages][kKeys], INT_MAX = empty
-  int* masked = col_key + kStages * kKeys;                         // [kStages]: the tile needs the mask
-  int* row_key_limit = masked + kStages;                           // [kWsRows]: last key each row sees
+  int* col_key = reinterpret_cast<int*>(q_empty + 1);  // [kStages][kStepKeys], INT_MAX = empty
+  int* masked = col_key + kStages * kStepKeys;         // [kStages]: the step needs the mask
+  int* row_key_limit = masked + kStages;               // [kWsRows]: last key each row sees
 
   const int group_size = p.num_heads / p.num_kv_heads;
   const int rows_total = p.n * group_size;
-  const CtaWork work = cta_work<D, false, kWsThreads>(p, kWsRows);  // even splits, lazy ones too
+  const CtaWork work = cta_work<D, false, kWsThreads, 2>(p, kWsRows);  // even splits, lazy ones too
   const int count = work.tile_end - work.tile_begin;
   for (int r = threadIdx.x; r < kWsRows; r += kWsThreads) {
     const int row = work.row0 + r;
@@ -114,19 +131,22 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
   }
   if (threadIdx.x == 0) {
     for (int i = 0; i < kStages; ++i) {
-      mbar_init(&full[i], 2 * 128);  // every producer thread twice: its stores, then its copies landed
-      mbar_init(&empty[i], 128 * kWsConsumers);  // every consumer thread, its reads of the stage done
+      mbar_init(&full_k[i], 2 * 128);  // every producer thread twice: its key stores, then its copies landed
+      mbar_init(&full_v[i], 128);      // every producer thread, its copies landed
+      mbar_init(&empty_k[i], 128 * kWsConsumers);  // every consumer thread, its reads of the stage done
+      mbar_init(&empty_v[i], 128 * kWsConsumers);
     }
     mbar_init(q_full, 128);                 // every producer thread, its query copies landed
-    mbar_init(q_empty, 128 * kWsConsumers);  // every consumer thread, its query rows in registers
+    mbar_init(q_empty, 128 * kWsConsumers);  // every consumer thread, done with a query buffer
   }
   __syncthreads();
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
 
   if (warp < 4) {
-    // Producer. Thread t copies kCpt consecutive columns at one 16-byte slice of the head dim.
+    // Producer. Thread t copies kCpt consecutive columns of each 64-key tile at one 16-byte slice
+    // of the head dim.
     setmaxnreg_dec<kProducerRegs>();
-    if (count == 0) return;
+    if (count <= 0) return;  // an empty split (a range past the visible tiles)
     constexpr int kChunks = D / 8, kCpt = kKeys * kChunks / 128;
     const int t = threadIdx.x;
     const int copy_dim = (t % kChunks) * 8, copy_col0 = (t / kChunks) * kCpt;
@@ -135,14 +155,48 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
     const int entry = copy_col0 >> block_shift, slot0 = copy_col0 & (p.block_size - 1);
     KvTile end_desc;
     end_desc.key_start = p.prior + p.n;
-    auto desc_of = [&](int ti) { return ti < p.num_tiles ? p.tiles[ti] : end_desc; };
+    auto desc_of = [&](int i) {
+      const int ti = work.tile_begin + i;
+      return ti < p.num_tiles ? p.tiles[ti] : end_desc;
+    };
     auto entry_of = [&](const KvTile& d) {
       return shared_entry && entry < d.entry_count ? p.entries[d.entry_begin + entry] : KvEntry{0, 0, 0, 0};
     };
-    KvTile cur = desc_of(work.tile_begin), next = desc_of(work.tile_begin + 1);
-    KvEntry ref = entry_of(cur);
-    // Lazy: the next change of shift in this range (count: none), its shift's index and the
-    // change after it, each read a change ahead; the consumers stage the first query themselves.
+    // This thread's columns of tile d (its shared entry ref) from pool into rows half * kKeys + ...
+    // of the stage at dst, and their keys (key_dst: null, or this thread's first column's slot).
+    // Empty columns copy 0 bytes (zero fill) from an address inside the pool.
+    auto copy_tile = [&](const bf16_bits* pool, __nv_bfloat16* dst, int half, const KvTile& d, const KvEntry& ref,
+                         int* key_dst) {
+      if (shared_entry) {
+        const bf16_bits* src =
+            pool + ((int64_t(ref.block) * p.num_kv_heads + work.kv_head) * p.block_size + slot0) * D + copy_dim;
+#pragma unroll
+        for (int j = 0; j < kCpt; ++j) {
+          const bool valid = slot0 + j < ref.valid;
+          cp_async16(dst + tile_at<D, true>(half * kKeys + copy_col0 + j, copy_dim, kStepKeys), src + j * D,
+                     valid ? 16 : 0);
+          if (key_dst != nullptr) key_dst[j] = valid ? ref.key_start + slot0 + j : INT_MAX;
+        }
+      } else {
+        // Blocks smaller than kCpt slots: one entry per column (rare; nothing prefetched).
+#pragma unroll 1
+        for (int j = 0; j < kCpt; ++j) {
+          const int col = copy_col0 + j;
+          const int e = col >> block_shift, slot = col & (p.block_size - 1);
+          const KvEntry r = e < d.entry_count ? p.entries[d.entry_begin + e] : KvEntry{0, 0, 0, 0};
+          const bool valid = slot < r.valid;
+          const int64_t offset =
+              ((int64_t(r.block) * p.num_kv_heads + work.kv_head) * p.block_size + slot) * D + copy_dim;
+          cp_async16(dst + tile_at<D, true>(half * kKeys + col, copy_dim, kStepKeys), pool + offset, valid ? 16 : 0);
+          if (key_dst != nullptr) key_dst[j] = valid ? r.key_start + slot : INT_MAX;
+        }
+      }
+    };
+    // Lazy: the end of the K/V walk's current shift run (count: none) and of the next one.
+    int run_end = count, run_end_next = count;
+    // Lazy: the next change of shift in this range for the query copies (count: none), its shift's
+    // index and the change after it, each read a change ahead; the consumers stage the first query
+    // themselves.
     int next_change = count, next_run = 0, change_after = count, query_loads = 0, last_change = 0;
     auto look_ahead = [&] {
       if (next_change < count) {
@@ -151,65 +205,81 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
       }
     };
     if constexpr (LAZY) {
-      next_change = run_change(p, work, work.tile_begin);
+      run_end = next_change = run_change(p, work, work.tile_begin);
+      if (run_end < count) run_end_next = run_change(p, work, work.tile_begin + run_end);
       look_ahead();
     }
-    for (int i = 0; i < count; ++i) {
-      const int ti = work.tile_begin + i, stage = i % kStages;
-      // Metadata of the next iterations, loaded now and used there.
-      const KvTile after = desc_of(ti + 2);
-      const KvEntry next_ref = i + 1 < count ? entry_of(next) : KvEntry{0, 0, 0, 0};
-      if (i >= kStages) mbar_wait(&empty[stage], (i / kStages - 1) & 1);
-      __nv_bfloat16* k_dst = k_s + stage * kTile;
-      __nv_bfloat16* v_dst = v_s + stage * kTile;
-      int* key_dst = col_key + stage * kKeys + copy_col0;
-      if (shared_entry) {
-        // Empty columns copy 0 bytes (zero fill) from an address inside the pool.
-        const int64_t base = ((int64_t(ref.block) * p.num_kv_heads + work.kv_head) * p.block_size + slot0) * D + copy_dim;
+    // The step's tile descriptors (d2: the one after, for its key count) and shared entries.
+    KvTile d0 = desc_of(0), d1 = desc_of(1), d2 = desc_of(2);
+    KvEntry e0 = entry_of(d0), e1 = entry_of(d1);
+    for (int i = 0, step = 0; i < count; ++step) {
+      const int stage = step % kStages;
+      if (LAZY && i == run_end) {
+        run_end = run_end_next;
+        run_end_next = run_end < count ? run_change(p, work, work.tile_begin + run_end) : count;
+      }
+      const bool wide = i + 1 < run_end;
+      __nv_bfloat16* k_dst = k_s + stage * kStage;
+      __nv_bfloat16* v_dst = v_s + stage * kStage;
+      int* key_dst = copy_dim == 0 ? col_key + stage * kStepKeys + copy_col0 : nullptr;
+      if (step >= kStages) mbar_wait(&empty_k[stage], (step / kStages - 1) & 1);
+      copy_tile(p.k_pool, k_dst, 0, d0, e0, key_dst);
+      if (wide) {
+        copy_tile(p.k_pool, k_dst, 1, d1, e1, key_dst == nullptr ? nullptr : key_dst + kKeys);
+      } else if (key_dst != nullptr) {
+#pragma unroll
+        for (int j = 0; j < kCpt; ++j) key_dst[kKeys + j] = INT_MAX;  // no second tile: masked
+      }
+      // Mask a step with one tile, with empty slots, or reaching past the CTA's first row's causal limit.
+      if (t == 0) {
+        masked[stage] = !wide || d1.key_start - d0.key_start != kKeys || d2.key_start - d1.key_start != kKeys ||
+                        d1.key_start + kKeys - 1 > row_key_limit[0];
+      }
+      mbar_arrive(&full_k[stage]);            // releases this thread's key and mask stores
+      mbar_arrive_on_copies(&full_k[stage]);  // and this when its copies have landed
+      if (step >= kStages) mbar_wait(&empty_v[stage], (step / kStages - 1) & 1);
+      copy_tile(p.v_pool, v_dst, 0, d0, e0, nullptr);
+      if (wide) {
+        copy_tile(p.v_pool, v_dst, 1, d1, e1, nullptr);
+      } else {
+        // A step of one tile still multiplies the whole stage (a branch around the products would
+        // serialise them): the missing tile's values as zeros, as its weights are (0 times stale
+        // bits may be NaN), and its keys masked.
 #pragma unroll
         for (int j = 0; j < kCpt; ++j) {
-          const bool valid = slot0 + j < ref.valid;
-          const int at = tile_at<D, true>(copy_col0 + j, copy_dim, kKeys);
-          cp_async16(k_dst + at, p.k_pool + base + j * D, valid ? 16 : 0);
-          cp_async16(v_dst + at, p.v_pool + base + j * D, valid ? 16 : 0);
-          if (copy_dim == 0) key_dst[j] = valid ? ref.key_start + slot0 + j : INT_MAX;
-        }
-      } else {
-        // Blocks smaller than kCpt slots: one entry per column (rare; nothing prefetched).
-#pragma unroll 1
-        for (int j = 0; j < kCpt; ++j) {
-          const int col = copy_col0 + j;
-          const int e = col >> block_shift, slot = col & (p.block_size - 1);
-          const KvEntry r = e < cur.entry_count ? p.entries[cur.entry_begin + e] : KvEntry{0, 0, 0, 0};
-          const bool valid = slot < r.valid;
-          const int64_t offset = ((int64_t(r.block) * p.num_kv_heads + work.kv_head) * p.block_size + slot) * D + copy_dim;
-          const int at = tile_at<D, true>(col, copy_dim, kKeys);
-          cp_async16(k_dst + at, p.k_pool + offset, valid ? 16 : 0);
-          cp_async16(v_dst + at, p.v_pool + offset, valid ? 16 : 0);
-          if (copy_dim == 0) key_dst[j] = valid ? r.key_start + slot : INT_MAX;
+          cp_async16(v_dst + tile_at<D, true>(kKeys + copy_col0 + j, copy_dim, kStepKeys), p.v_pool, 0);
         }
       }
-      // Mask only a tile with empty slots or one reaching past the CTA's first row's causal limit.
-      if (t == 0) masked[stage] = next.key_start - cur.key_start != kKeys || cur.key_start + kKeys - 1 > row_key_limit[0];
-      mbar_arrive(&full[stage]);            // releases this thread's key and mask stores
-      mbar_arrive_on_copies(&full[stage]);  // and this when its copies have landed
-      // Lazy: the next shift's rotated query into q_s as soon as the consumers hold the last one
-      // (tested without waiting once this thread has issued the tile of that last change), at the
-      // latest before the tile that needs it: tiles before they reach it, off their path.
-      if (LAZY && next_change < count && i >= last_change &&
-          (i + 1 >= next_change ? (mbar_wait(q_empty, query_loads & 1), true) : mbar_test(q_empty, query_loads & 1))) {
+      mbar_arrive_on_copies(&full_v[stage]);
+      i += wide ? 2 : 1;
+      // Metadata of the next step, loaded now and used there.
+      d0 = wide ? d2 : d1;
+      d1 = desc_of(i + 1);
+      d2 = desc_of(i + 2);
+      e0 = entry_of(d0);
+      e1 = entry_of(d1);
+      // Lazy: the next shift's rotated query into the other buffer as soon as the consumers are done
+      // with the query before it there (the first change: at once; later ones tested without
+      // waiting once this thread has issued the tile of the last change), at the latest once the
+      // steps before the change are issued.
+      if (LAZY && next_change < count &&
+          (query_loads == 0 ||
+           (i >= next_change ? (mbar_wait(q_empty, (query_loads - 1) & 1), true)
+                             : i > last_change && mbar_test(q_empty, (query_loads - 1) & 1)))) {
         const bf16_bits* q = p.q_rotated + int64_t(next_run) * p.n * p.num_heads * D;
+        __nv_bfloat16* q_dst = q_s + ((query_loads + 1) & 1) * kQTile;
         // Thread t stages dims q_dim.. of rows q_row0, q_row0 + kQRowStep, ...; their (token,
         // head) advance by a fixed step (no division in the copy loop).
         constexpr int kQRowStep = 128 / kChunks;
         const int q_dim = (t % kChunks) * 8, q_row0 = t / kChunks;
         const int q_token_step = kQRowStep / group_size, q_head_step = kQRowStep % group_size;
         int row = work.row0 + q_row0, token = row / group_size, head = work.kv_head * group_size + row % group_size;
+        // Rows kQRowStep (a multiple of 8) apart keep their swizzle: 64 elements a row further on.
+        q_dst += tile_at<D, true>(q_row0, q_dim, kWsRows);
 #pragma unroll 1
-        for (int r = q_row0; r < kWsRows; r += kQRowStep) {
+        for (int r = q_row0; r < kWsRows; r += kQRowStep, q_dst += kQRowStep * 64) {
           const bool valid = row < rows_total;
-          cp_async16(q_s + r * kQLd + q_dim, q + (int64_t(valid ? token : 0) * p.num_heads + head) * D + q_dim,
-                     valid ? 16 : 0);
+          cp_async16(q_dst, q + (int64_t(valid ? token : 0) * p.num_heads + head) * D + q_dim, valid ? 16 : 0);
           row += kQRowStep;
           token += q_token_step;
           head += q_head_step;
@@ -224,9 +294,6 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
         next_change = change_after;
         look_ahead();
       }
-      cur = next;
-      next = after;
-      ref = next_ref;
     }
     cp_async_wait<0>();  // no copy outlives its thread
     return;
@@ -240,16 +307,9 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
 #pragma unroll
   for (int i = 0; i < D / 8; ++i) o[0][i][0] = o[0][i][1] = o[0][i][2] = o[0][i][3] = 0.0f;
   if (count > 0) {
-    // The first query rows of this warpgroup (lazy: of the first tile's shift, rotated) through
-    // shared memory into registers; each warpgroup stages its own 64 rows (named barrier 2 + wg).
+    // The first query rows of this warpgroup (lazy: of the first tile's shift, rotated) into
+    // query buffer 0; each warpgroup stages its own 64 rows (named barrier 2 + wg, 128 threads).
     const int wg = cw / 4;
-    uint32_t qa[D / 16][4];
-    auto rows_to_registers = [&] {
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        ldmatrix_x4(qa[kk], q_s + (cw * 16 + lane % 16) * kQLd + kk * 16 + (lane / 16) * 8);
-      }
-    };
     // Lazy: the next change of shift (count: none) and the one after it, read a change ahead.
     int next_change = count, change_after = count, query_loads = 0;
     if constexpr (LAZY) {
@@ -270,42 +330,39 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
         const bool valid = row < rows_total;
         const int token = valid ? row / group_size : 0;
         const int head = work.kv_head * group_size + (valid ? row % group_size : 0);
-        cp_async16(q_s + r * kQLd + dim, q + token * q_stride + head * D + dim, valid ? 16 : 0);
+        cp_async16(q_s + tile_at<D, true>(r, dim, kWsRows), q + token * q_stride + head * D + dim, valid ? 16 : 0);
       }
       cp_async_commit();
       cp_async_wait<0>();
+      fence_proxy_async_shared();  // the rows are read by the tensor cores next
       wg == 0 ? named_sync<2>() : named_sync<3>();
-      rows_to_registers();
-      if constexpr (LAZY) mbar_arrive(q_empty);  // q_s may take the next shift's rows
     }
 
-    float s[1][kKeys / 8][4];
+    float s[1][kStepKeys / 8][4];
 #pragma unroll
-    for (int i = 0; i < kKeys / 8; ++i) s[0][i][0] = s[0][i][1] = s[0][i][2] = s[0][i][3] = 0.0f;
-    uint32_t pa[kKeys / 16][4];
+    for (int i = 0; i < kStepKeys / 8; ++i) s[0][i][0] = s[0][i][1] = s[0][i][2] = s[0][i][3] = 0.0f;
+    uint32_t pa[kStepKeys / 16][4];
     float correction[1][2];
-    auto issue_scores = [&](int stage) {  // S = Q K^T, K K-major
-      const __nv_bfloat16* k_tile = k_s + stage * kTile;
-      uint64_t desc[D / 16];
+    auto issue_scores = [&](int stage) {  // S = Q K^T, Q and K K-major in shared memory
+      const __nv_bfloat16* q_wg = q_s + (LAZY ? (query_loads & 1) * kQTile : 0) + wg * 64 * 64;
+      const __nv_bfloat16* k_stage = k_s + stage * kStage;
+      auto q_desc = [&](int kk) { return swizzled_desc(q_wg + (kk / 4) * kWsRows * 64 + (kk % 4) * 16, 16, 1024); };
+      auto k_desc = [&](int kk) { return swizzled_desc(k_stage + (kk / 4) * kStepKeys * 64 + (kk % 4) * 16, 16, 1024); };
+      wgmma_ss_n128_kmajor<false>(s[0], q_desc(0), k_desc(0));
 #pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) desc[kk] = swizzled_desc(k_tile + (kk / 4) * kKeys * 64 + (kk % 4) * 16, 16, 1024);
-      wgmma_rs_n64_kmajor<false>(s[0], qa[0], desc[0]);
-#pragma unroll
-      for (int kk = 1; kk < D / 16; ++kk) wgmma_rs_n64_kmajor<true>(s[0], qa[kk], desc[kk]);
+      for (int kk = 1; kk < D / 16; ++kk) wgmma_ss_n128_kmajor<true>(s[0], q_desc(kk), k_desc(kk));
       wgmma_commit();
       wgmma_pin(s[0]);
     };
-    auto issue_values = [&](int stage) {  // O += P V, V MN-major (16 keys a k-step, D halves kKeys rows apart)
-      const __nv_bfloat16* v_tile = v_s + stage * kTile;
-      uint64_t desc[kKeys / 16];
+    auto issue_values = [&](int stage) {  // O += P V, V MN-major (16 keys a k-step, D halves kStepKeys rows apart)
+      const __nv_bfloat16* v_stage = v_s + stage * kStage;
 #pragma unroll
-      for (int kk = 0; kk < kKeys / 16; ++kk) desc[kk] = swizzled_desc(v_tile + kk * 16 * 64, kKeys * 128, 1024);
-#pragma unroll
-      for (int kk = 0; kk < kKeys / 16; ++kk) {
+      for (int kk = 0; kk < kStepKeys / 16; ++kk) {
+        const uint64_t desc = swizzled_desc(v_stage + kk * 16 * 64, kStepKeys * 128, 1024);
         if constexpr (D == 128) {
-          wgmma_rs_n128_mnmajor(o[0], pa[kk], desc[kk]);
+          wgmma_rs_n128_mnmajor(o[0], pa[kk], desc);
         } else {
-          wgmma_rs_n64_mnmajor(o[0], pa[kk], desc[kk]);
+          wgmma_rs_n64_mnmajor(o[0], pa[kk], desc);
         }
       }
       wgmma_commit();
@@ -313,46 +370,71 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
     };
     auto softmax = [&](int stage) {
       if (masked[stage]) {
-        softmax_scores<D, 1, true>(s, col_key + stage * kKeys, row_key_limit, cw * 16, row_max, row_sum, correction);
+        softmax_scores<D, 1, true, kStepKeys>(s, col_key + stage * kStepKeys, row_key_limit, cw * 16, row_max,
+                                              row_sum, correction);
       } else {
-        softmax_scores<D, 1, false>(s, col_key + stage * kKeys, row_key_limit, cw * 16, row_max, row_sum, correction);
+        softmax_scores<D, 1, false, kStepKeys>(s, col_key + stage * kStepKeys, row_key_limit, cw * 16, row_max,
+                                               row_sum, correction);
       }
     };
-    // Each thread releases its own reads (keys, mask flag; its warpgroup's products are waited for).
-    auto release = [&](int stage) { mbar_arrive(&empty[stage]); };
+    // A step takes two tiles unless the second is past the range or in another shift run.
+    auto step_width = [&](int i) { return i + 1 < next_change ? 2 : 1; };
 
-    mbar_wait(&full[0], 0);
-    fence_proxy_async_shared();  // the tile's generic-proxy copies, seen here, to the tensor cores
+    // The two consumer warpgroups take turns issuing their products (named barriers 4 and 5, each
+    // waited at by one warpgroup and arrived at by the other), so one's softmax runs under the
+    // other's matrix work.
+    auto my_turn = [&] { pair_sync(4 + wg); };
+    auto their_turn = [&] { pair_arrive(5 - wg); };
+    if (wg == 1) pair_arrive(4);  // warpgroup 0 goes first
+    // Step 0: its scores and weights; O is still zero, nothing to rescale.
+    mbar_wait(&full_k[0], 0);
+    fence_proxy_async_shared();  // the stage's generic-proxy copies, seen here, to the tensor cores
+    my_turn();
     wgmma_fence();
     issue_scores(0);
+    their_turn();
     wgmma_wait<0>();
-    softmax(0);  // O is still zero: nothing to rescale
-    pack_weights(s[0], pa);
-    for (int i = 1; i < count; ++i) {
-      const int stage = i % kStages, prev = (i - 1) % kStages;
+    softmax(0);
+    mbar_arrive(&empty_k[0]);  // each thread releases its own reads (scores waited for, keys read)
+    pack_weights<kStepKeys>(s[0], pa);
+    int prev = 0, step = 1;
+    for (int i = step_width(0); i < count; ++step) {
+      const int stage = step % kStages;
       if (LAZY && i == next_change) {
-        // The range crosses into another shift run: its rotated query, staged by the producer.
+        // The range crosses into another shift run: its rotated query, staged by the producer in
+        // the other buffer; no product reads the current one any more (all waited for).
         mbar_wait(q_full, query_loads & 1);
-        rows_to_registers();
         mbar_arrive(q_empty);
         ++query_loads;
         next_change = change_after;
         if (next_change < count) change_after = run_change(p, work, work.tile_begin + next_change);
       }
-      mbar_wait(&full[stage], (i / kStages) & 1);
-      fence_proxy_async_shared();
+      const int width = step_width(i);
+      mbar_wait(&full_k[stage], (step / kStages) & 1);
+      mbar_wait(&full_v[prev], ((step - 1) / kStages) & 1);
+      fence_proxy_async_shared();  // also covers the query rows waited for above
+      my_turn();
       wgmma_fence();
       issue_scores(stage);
-      issue_values(prev);  // P(i-1)·V(i-1) runs under this tile's softmax
+      issue_values(prev);  // P·V of the previous step runs under this step's softmax
+      their_turn();
       wgmma_wait<1>();
       softmax(stage);
+      mbar_arrive(&empty_k[stage]);
       wgmma_wait<0>();
-      release(prev);
-      pack_weights(s[0], pa);  // after the wait: P(i-1) was the product's operand until now
+      mbar_arrive(&empty_v[prev]);
+      pack_weights<kStepKeys>(s[0], pa);  // after the wait: the previous P was the product's operand until now
       rescale_rows<D, 1>(o, correction);
+      prev = stage;
+      i += width;
     }
+    mbar_wait(&full_v[prev], ((step - 1) / kStages) & 1);
+    fence_proxy_async_shared();
+    my_turn();
     wgmma_fence();
-    issue_values((count - 1) % kStages);
+    issue_values(prev);
+    their_turn();
+    if (wg == 0) my_turn();  // warpgroup 1's last arrival: both barriers end balanced
     wgmma_wait<0>();
   }
   store_rows<D>(p, o[0], row_max[0], row_sum[0], work.row0 + cw * 16, work.kv_head, work.split);
