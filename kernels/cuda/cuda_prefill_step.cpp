@@ -29,13 +29,13 @@ void CudaBackend::run_prefill(const ForwardStep& step, int total_keys, StepOutpu
 
   const int H = shape_.hidden_size, I = shape_.intermediate_size, Q = shape_.q_dim(), K = shape_.kv_dim();
   const int D = shape_.head_dim;
-  const int splits =
-      prefill_num_splits(n, shape_.num_heads, shape_.num_kv_heads, int(plan.tiles.size()), sm_count_);
-  // Lazy prefill splits follow the shift runs (see lazy_split_ranges), but for the kernel that
-  // splits lazy calls evenly.
   PrefillParams kernel_choice;
   kernel_choice.head_dim = D;
   kernel_choice.kernel = tuning_.prefill_wgmma ? PrefillParams::Kernel::Auto : PrefillParams::Kernel::MmaSync;
+  const int splits = prefill_num_splits(n, shape_.num_heads, shape_.num_kv_heads, int(plan.tiles.size()), sm_count_,
+                                        kernel_choice);
+  // Lazy prefill splits follow the shift runs (see lazy_split_ranges), but for the kernel that
+  // splits lazy calls evenly.
   std::vector<int32_t> ranges;
   int num_splits = splits;
   if (step.lazy_rotation) {
@@ -81,6 +81,11 @@ void CudaBackend::run_prefill(const ForwardStep& step, int total_keys, StepOutpu
   embed_tokens(d_tokens, n, x);
   for (int l = 0; l < shape_.num_layers; ++l) {
     const LayerWeights& w = layers_[l];
+    // The last layer writes every token's K/V, but only the last token's output is read (its
+    // logits; none for an encode without output): attention, wo and the MLP run for that row alone.
+    const bool last_layer = l + 1 == shape_.num_layers;
+    const int rows = last_layer ? (output == StepOutput::None ? 0 : 1) : n;
+    const int first = n - rows;
     bf16_bits* k_pool = k_pool_.as<bf16_bits>() + l * layer_pool_elements();
     bf16_bits* v_pool = v_pool_.as<bf16_bits>() + l * layer_pool_elements();
     rmsnorm(x, w.attn_norm.as<float>(), n, H, shape_.rms_norm_eps, h, stream_);
@@ -93,7 +98,9 @@ void CudaBackend::run_prefill(const ForwardStep& step, int total_keys, StepOutpu
     // distinct shift into q_rotated, done by the same KV-write launch (no separate pre-pass).
     kw.q = qkv;
     kw.q_row_stride = qkv_stride;
-    if (step.lazy_rotation) {
+    const bool fused_rotation = step.lazy_rotation && rows == n;  // else the attention's pre-pass, for its rows
+    if (step.lazy_rotation && !fused_rotation) kw.q = nullptr;  // left raw for the pre-pass
+    if (fused_rotation) {
       kw.shifts = d_shifts;
       kw.num_shifts = num_shifts;
       kw.q_rotated = q_rotated_.as<bf16_bits>();
@@ -109,17 +116,18 @@ void CudaBackend::run_prefill(const ForwardStep& step, int total_keys, StepOutpu
     kw.k_pool = k_pool;
     kw.v_pool = v_pool;
     kv_write(kw, stream_);
+    if (rows == 0) break;
     PrefillParams ap;
-    ap.q = qkv;
+    ap.q = qkv + first * qkv_stride;
     ap.q_row_stride = qkv_stride;
-    ap.q_positions = d_positions;
+    ap.q_positions = d_positions + first;
     ap.k_pool = k_pool;
     ap.v_pool = v_pool;
     ap.entries = d_entries;
     ap.tiles = d_tiles;
     ap.num_tiles = int(plan.tiles.size());
-    ap.n = n;
-    ap.prior = total_keys - n;
+    ap.n = rows;
+    ap.prior = total_keys - rows;
     ap.num_heads = shape_.num_heads;
     ap.num_kv_heads = shape_.num_kv_heads;
     ap.head_dim = D;
@@ -132,20 +140,21 @@ void CudaBackend::run_prefill(const ForwardStep& step, int total_keys, StepOutpu
     ap.num_shifts = num_shifts;
     ap.q_rotated = step.lazy_rotation ? q_rotated_.as<bf16_bits>() : nullptr;
     ap.split_ranges = step.lazy_rotation ? d_ranges : nullptr;
-    ap.q_rotated_ready = step.lazy_rotation;  // filled by kv_write above
+    ap.q_rotated_ready = fused_rotation;  // filled by kv_write above
     ap.kernel = kernel_choice.kernel;
     ap.out = attn;
     ap.num_splits = num_splits;
     ap.partial_o = partial_o_.as<float>();
     ap.partial_ml = partial_ml_.as<float>();
     prefill_attention(ap, stream_);
-    gemm(attn, w.wo.as<bf16_bits>(), n, H, Q, x, true, owns_residual());  // x += attn @ wo^T
-    reduce_residual(x, n);
-    rmsnorm(x, w.mlp_norm.as<float>(), n, H, shape_.rms_norm_eps, h, stream_);
-    gemm(h, w.w_gate_up.as<bf16_bits>(), n, 2 * I, H, gate_up_.as<bf16_bits>(), false, false);
-    swiglu(gate_up_.as<bf16_bits>(), n, I, act_.as<bf16_bits>(), stream_);
-    gemm(act_.as<bf16_bits>(), w.w_down.as<bf16_bits>(), n, H, I, x, true, owns_residual());  // x += mlp
-    reduce_residual(x, n);
+    float* x_rows = x + int64_t(first) * H;
+    gemm(attn, w.wo.as<bf16_bits>(), rows, H, Q, x_rows, true, owns_residual());  // x += attn @ wo^T
+    reduce_residual(x_rows, rows);
+    rmsnorm(x_rows, w.mlp_norm.as<float>(), rows, H, shape_.rms_norm_eps, h, stream_);
+    gemm(h, w.w_gate_up.as<bf16_bits>(), rows, 2 * I, H, gate_up_.as<bf16_bits>(), false, false);
+    swiglu(gate_up_.as<bf16_bits>(), rows, I, act_.as<bf16_bits>(), stream_);
+    gemm(act_.as<bf16_bits>(), w.w_down.as<bf16_bits>(), rows, H, I, x_rows, true, owns_residual());  // x += mlp
+    reduce_residual(x_rows, rows);
   }
   enqueue_head(x + int64_t(n - 1) * H, 1, output);  // the last new token's logits
 }
