@@ -168,14 +168,25 @@ __device__ __forceinline__ void softmax_scores(float (&s)[MT][kCols / 8][4], con
       part[0][nt] = fmaxf(s[mt][nt][0], s[mt][nt][1]);
       part[1][nt] = fmaxf(s[mt][nt][2], s[mt][nt][3]);
     }
+    if constexpr (kCols == kKeys) {
 #pragma unroll
-    for (int level = 0; (kCols / 16) >> level >= 1; ++level) {  // constant trip counts: fully unrolled
-      const int width = (kCols / 16) >> level;
+      for (int width = kKeys / 16; width >= 1; width /= 2) {
 #pragma unroll
-      for (int i = 0; i < kCols / 16; ++i) {
-        if (i < width) {
+        for (int i = 0; i < width; ++i) {
           part[0][i] = fmaxf(part[0][i], part[0][i + width]);
           part[1][i] = fmaxf(part[1][i], part[1][i + width]);
+        }
+      }
+    } else {  // constant trip counts: nvcc leaves the form above partly rolled (local memory) at 128
+#pragma unroll
+      for (int level = 0; (kCols / 16) >> level >= 1; ++level) {
+        const int width = (kCols / 16) >> level;
+#pragma unroll
+        for (int i = 0; i < kCols / 16; ++i) {
+          if (i < width) {
+            part[0][i] = fmaxf(part[0][i], part[0][i + width]);
+            part[1][i] = fmaxf(part[1][i], part[1][i + width]);
+          }
         }
       }
     }
@@ -200,14 +211,25 @@ __device__ __forceinline__ void softmax_scores(float (&s)[MT][kCols / 8][4], con
       part[0][nt] = s[mt][nt][0] + s[mt][nt][1];
       part[1][nt] = s[mt][nt][2] + s[mt][nt][3];
     }
+    if constexpr (kCols == kKeys) {
 #pragma unroll
-    for (int level = 0; (kCols / 16) >> level >= 1; ++level) {  // constant trip counts: fully unrolled
-      const int width = (kCols / 16) >> level;
+      for (int width = kKeys / 16; width >= 1; width /= 2) {
 #pragma unroll
-      for (int i = 0; i < kCols / 16; ++i) {
-        if (i < width) {
+        for (int i = 0; i < width; ++i) {
           part[0][i] += part[0][i + width];
           part[1][i] += part[1][i + width];
+        }
+      }
+    } else {  // constant trip counts: nvcc leaves the form above partly rolled (local memory) at 128
+#pragma unroll
+      for (int level = 0; (kCols / 16) >> level >= 1; ++level) {
+        const int width = (kCols / 16) >> level;
+#pragma unroll
+        for (int i = 0; i < kCols / 16; ++i) {
+          if (i < width) {
+            part[0][i] += part[0][i + width];
+            part[1][i] += part[1][i + width];
+          }
         }
       }
     }
