@@ -133,6 +133,24 @@ constexpr float score_scale() {
   return (D == 16 ? 0.25f : D == 32 ? 0.17677669529663688f : D == 64 ? 0.125f : 0.08838834764831845f) * kLog2e;
 }
 
+// part[h][0] = op over part[h][0..N) for both halves, as a tree of pairs (i, i + width), the widths
+// halving; constant trip counts, so nvcc unrolls it fully (the loop over `i < width` it left partly
+// rolled at N 16, with part in local memory).
+template <int N, typename Op>
+__device__ __forceinline__ void fold_pairs(float (&part)[2][N], Op op) {
+#pragma unroll
+  for (int level = 0; (N / 2) >> level >= 1; ++level) {
+    const int width = (N / 2) >> level;
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) {
+      if (i < width) {
+        part[0][i] = op(part[0][i], part[0][i + width]);
+        part[1][i] = op(part[1][i], part[1][i + width]);
+      }
+    }
+  }
+}
+
 // Online softmax of one tile's scores (raw QK^T in s; MT 16-row tiles of a warp whose first row
 // in the CTA is warp_row0): new row maxima, the factor the accumulators must be rescaled by
 // (`correction`), the weights in place of the scores, the updated row sums. kMask applies empty
@@ -177,18 +195,8 @@ __device__ __forceinline__ void softmax_scores(float (&s)[MT][kCols / 8][4], con
           part[1][i] = fmaxf(part[1][i], part[1][i + width]);
         }
       }
-    } else {  // constant trip counts: nvcc leaves the form above partly rolled (local memory) at 128
-#pragma unroll
-      for (int level = 0; (kCols / 16) >> level >= 1; ++level) {
-        const int width = (kCols / 16) >> level;
-#pragma unroll
-        for (int i = 0; i < kCols / 16; ++i) {
-          if (i < width) {
-            part[0][i] = fmaxf(part[0][i], part[0][i + width]);
-            part[1][i] = fmaxf(part[1][i], part[1][i + width]);
-          }
-        }
-      }
+    } else {
+      fold_pairs<kCols / 8>(part, [](float a, float b) { return fmaxf(a, b); });
     }
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
@@ -220,18 +228,8 @@ __device__ __forceinline__ void softmax_scores(float (&s)[MT][kCols / 8][4], con
           part[1][i] += part[1][i + width];
         }
       }
-    } else {  // constant trip counts: nvcc leaves the form above partly rolled (local memory) at 128
-#pragma unroll
-      for (int level = 0; (kCols / 16) >> level >= 1; ++level) {
-        const int width = (kCols / 16) >> level;
-#pragma unroll
-        for (int i = 0; i < kCols / 16; ++i) {
-          if (i < width) {
-            part[0][i] += part[0][i + width];
-            part[1][i] += part[1][i + width];
-          }
-        }
-      }
+    } else {
+      fold_pairs<kCols / 8>(part, [](float a, float b) { return a + b; });
     }
     row_sum[mt][0] = fmaf(row_sum[mt][0], correction[mt][0], part[0][0]);
     row_sum[mt][1] = fmaf(row_sum[mt][1], correction[mt][1], part[1][0]);

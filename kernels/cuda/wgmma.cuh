@@ -147,30 +147,10 @@ __device__ __forceinline__ void wgmma_pin(uint32_t (&a)[R][4]) {
   }
 }
 
-// D[64 x 64] (+)= A[64 x 16] B: A from registers (the mma.sync A-fragment layout of each warp's 16
-// rows), B a K-major tile in shared memory. kAccumulate false overwrites D, which is then an
-// output only: no earlier instruction defines it (a definition under an open wgmma group makes
-// ptxas serialise the products).
-template <bool kAccumulate>
-__device__ __forceinline__ void wgmma_rs_n64_kmajor(float (&d)[8][4], const uint32_t (&a)[4], uint64_t b_desc) {
-  if constexpr (kAccumulate) {
-    asm volatile(
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, 1, 1, 1, 0;\n"
-        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc)
-        : "memory");
-  } else {
-    asm volatile(
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, 0, 1, 1, 0;\n"
-        : "=f"(d[0][0]), "=f"(d[0][1]), "=f"(d[0][2]), "=f"(d[0][3]), "=f"(d[1][0]), "=f"(d[1][1]), "=f"(d[1][2]), "=f"(d[1][3]), "=f"(d[2][0]), "=f"(d[2][1]), "=f"(d[2][2]), "=f"(d[2][3]), "=f"(d[3][0]), "=f"(d[3][1]), "=f"(d[3][2]), "=f"(d[3][3]), "=f"(d[4][0]), "=f"(d[4][1]), "=f"(d[4][2]), "=f"(d[4][3]), "=f"(d[5][0]), "=f"(d[5][1]), "=f"(d[5][2]), "=f"(d[5][3]), "=f"(d[6][0]), "=f"(d[6][1]), "=f"(d[6][2]), "=f"(d[6][3]), "=f"(d[7][0]), "=f"(d[7][1]), "=f"(d[7][2]), "=f"(d[7][3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc)
-        : "memory");
-  }
-}
-
 // D[64 x 128] (+)= A[64 x 16] B, A and B both K-major tiles in shared memory (descriptors): one
 // k-step of S = QK^T over a 128-key step. kAccumulate false overwrites d, which is then an output
-// only (no earlier instruction defines it: see wgmma_rs_n64_kmajor).
+// only: no earlier instruction defines it (a definition under an open wgmma group makes ptxas
+// serialise the products).
 template <bool kAccumulate>
 __device__ __forceinline__ void wgmma_ss_n128_kmajor(float (&d)[16][4], uint64_t a_desc, uint64_t b_desc) {
   if constexpr (kAccumulate) {
