@@ -113,7 +113,8 @@ struct PrefillCase {
     probe.head_dim = kDim;
     splits = lazy && prefill_splits_follow_shift_runs(probe) ? int(host_ranges.size() / 2) : plain_splits;
     ranges = upload(host_ranges);
-    const int most_splits = std::max({splits, kernel_splits[1], kernel_splits[2]});
+    const int most_splits = std::max({splits, kernel_splits[int(PrefillParams::Kernel::MmaSync)],
+                                      kernel_splits[int(PrefillParams::Kernel::Wgmma)]});
     po.resize(split_partial_o_floats(n * kHeads, most_splits, kDim) * 4);
     pml.resize(split_partial_ml_floats(n * kHeads, most_splits) * 4);
     // Pool writes land on this table's own blocks (the pool is shared by the shapes).
