@@ -66,18 +66,6 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, int parity) {
       "r"(parity)
       : "memory");
 }
-// Whether the phase of the given parity has completed (no waiting).
-__device__ __forceinline__ bool mbar_test(uint64_t* bar, int parity) {
-  uint32_t done;
-  asm volatile(
-      "{\n.reg .pred p;\n"
-      "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-      "selp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(done)
-      : "r"(smem_addr(bar)), "r"(parity)
-      : "memory");
-  return done != 0;
-}
 // bar.sync on named barrier ID by one warpgroup's 128 threads.
 template <int ID>
 __device__ __forceinline__ void named_sync() {
@@ -87,6 +75,11 @@ __device__ __forceinline__ void named_sync() {
 __device__ __forceinline__ void pair_sync(int id) { asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory"); }
 __device__ __forceinline__ void pair_arrive(int id) { asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory"); }
 #endif
+
+// x from lane 0 to the whole warp: a value the compiler then knows to be warp-uniform, so what is
+// computed from it (loop counters, matrix descriptors) stays in uniform registers. Every lane of
+// the warp must call it together.
+__device__ __forceinline__ int warp_uniform(int x) { return __shfl_sync(0xffffffffu, x, 0); }
 
 // Lazy: the first tile of the shift run after the one holding tile ti, relative to the CTA's
 // range (its length if the range ends first).
@@ -101,9 +94,10 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
   constexpr int kStage = kStepKeys * D;  // elements of one K or V stage
   constexpr int kQTile = kWsRows * D;    // elements of one query buffer
   // Registers a thread (setmaxnreg), within what the launch allocated (168 a thread: producer +
-  // 2 x consumer <= 504, or the consumers' increase never returns).
-  // The lazy producer's query copies need 8 more (at 72 it spills), taken from the consumers.
-  constexpr int kProducerRegs = LAZY ? 80 : 72, kConsumerRegs = LAZY ? 208 : 216;
+  // 2 x consumer <= 504, or the consumers' increase never returns). With the matrix descriptors in
+  // uniform registers the consumers need no more than 192; the producer, given 96, no longer
+  // spills, and its copies reach the consumers sooner (lazy: 72 or 80 cost 3-6 %).
+  constexpr int kProducerRegs = 96, kConsumerRegs = 192;
   extern __shared__ __align__(16) uint8_t smem[];
   uint8_t* tiles = smem + ((1024 - (smem_addr(smem) & 1023)) & 1023);
   __nv_bfloat16* k_s = reinterpret_cast<__nv_bfloat16*>(tiles);  // [kStages][D/64][kStepKeys][64], swizzled
@@ -124,7 +118,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
   const int group_size = p.num_heads / p.num_kv_heads;
   const int rows_total = p.n * group_size;
   const CtaWork work = cta_work<D, false, kWsThreads, 2>(p, kWsRows);  // even splits, lazy ones too
-  const int count = work.tile_end - work.tile_begin;
+  const int count = warp_uniform(work.tile_end - work.tile_begin);
   for (int r = threadIdx.x; r < kWsRows; r += kWsThreads) {
     const int row = work.row0 + r;
     row_key_limit[r] = row < rows_total ? p.prior + row / group_size : -1;
@@ -170,6 +164,20 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
       if (shared_entry) {
         const bf16_bits* src =
             pool + ((int64_t(ref.block) * p.num_kv_heads + work.kv_head) * p.block_size + slot0) * D + copy_dim;
+        if (ref.valid == p.block_size) {
+          // A full block (the common case): every column a key, so the copies go back to back, with
+          // no zero-fill predicate (ptxas pads each copy it interleaves with other work with three
+          // issue slots of no-ops).
+#pragma unroll
+          for (int j = 0; j < kCpt; ++j) {
+            cp_async16(dst + tile_at<D, true>(half * kKeys + copy_col0 + j, copy_dim, kStepKeys), src + j * D);
+          }
+          if (key_dst != nullptr) {
+#pragma unroll
+            for (int j = 0; j < kCpt; ++j) key_dst[j] = ref.key_start + slot0 + j;
+          }
+          return;
+        }
 #pragma unroll
         for (int j = 0; j < kCpt; ++j) {
           const bool valid = slot0 + j < ref.valid;
@@ -200,24 +208,22 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
     int next_change = count, next_run = 0, change_after = count, query_loads = 0, last_change = 0;
     auto look_ahead = [&] {
       if (next_change < count) {
-        next_run = p.tile_shift_index[work.tile_begin + next_change];
-        change_after = run_change(p, work, work.tile_begin + next_change);
+        next_run = warp_uniform(p.tile_shift_index[work.tile_begin + next_change]);
+        change_after = warp_uniform(run_change(p, work, work.tile_begin + next_change));
       }
     };
     if constexpr (LAZY) {
-      run_end = next_change = run_change(p, work, work.tile_begin);
-      if (run_end < count) run_end_next = run_change(p, work, work.tile_begin + run_end);
+      run_end = next_change = warp_uniform(run_change(p, work, work.tile_begin));
+      if (run_end < count) run_end_next = warp_uniform(run_change(p, work, work.tile_begin + run_end));
       look_ahead();
     }
     // The step's tile descriptors (d2: the one after, for its key count) and shared entries.
     KvTile d0 = desc_of(0), d1 = desc_of(1), d2 = desc_of(2);
     KvEntry e0 = entry_of(d0), e1 = entry_of(d1);
-    for (int i = 0, step = 0; i < count; ++step) {
+    int i = 0, step = 0;
+    // One step: tiles i and (if it is in the same shift run) i + 1.
+    auto issue_step = [&] {
       const int stage = step % kStages;
-      if (LAZY && i == run_end) {
-        run_end = run_end_next;
-        run_end_next = run_end < count ? run_change(p, work, work.tile_begin + run_end) : count;
-      }
       const bool wide = i + 1 < run_end;
       __nv_bfloat16* k_dst = k_s + stage * kStage;
       __nv_bfloat16* v_dst = v_s + stage * kStage;
@@ -252,47 +258,63 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
       }
       mbar_arrive_on_copies(&full_v[stage]);
       i += wide ? 2 : 1;
+      ++step;
       // Metadata of the next step, loaded now and used there.
       d0 = wide ? d2 : d1;
       d1 = desc_of(i + 1);
       d2 = desc_of(i + 2);
       e0 = entry_of(d0);
       e1 = entry_of(d1);
-      // Lazy: the next shift's rotated query into the other buffer as soon as the consumers are done
-      // with the query before it there (the first change: at once; later ones tested without
-      // waiting once this thread has issued the tile of the last change), at the latest once the
-      // steps before the change are issued.
-      if (LAZY && next_change < count &&
-          (query_loads == 0 ||
-           (i >= next_change ? (mbar_wait(q_empty, (query_loads - 1) & 1), true)
-                             : i > last_change && mbar_test(q_empty, (query_loads - 1) & 1)))) {
-        const bf16_bits* q = p.q_rotated + int64_t(next_run) * p.n * p.num_heads * D;
-        __nv_bfloat16* q_dst = q_s + ((query_loads + 1) & 1) * kQTile;
-        // Thread t stages dims q_dim.. of rows q_row0, q_row0 + kQRowStep, ...; their (token,
-        // head) advance by a fixed step (no division in the copy loop).
-        constexpr int kQRowStep = 128 / kChunks;
-        const int q_dim = (t % kChunks) * 8, q_row0 = t / kChunks;
-        const int q_token_step = kQRowStep / group_size, q_head_step = kQRowStep % group_size;
-        int row = work.row0 + q_row0, token = row / group_size, head = work.kv_head * group_size + row % group_size;
-        // Rows kQRowStep (a multiple of 8) apart keep their swizzle: 64 elements a row further on.
-        q_dst += tile_at<D, true>(q_row0, q_dim, kWsRows);
+    };
+    if constexpr (!LAZY) {
+      while (i < count) issue_step();
+    } else {
+      // Lazy: the steps run in pieces that end at a change of shift or where the next change's
+      // query is due, so the loop over steps holds nothing but the copies (with the query code
+      // inside it, the producer ran 3 % slower even where no change is ever taken). The next
+      // shift's rotated query goes into the other buffer once the consumers are done with the
+      // query before it there: the first change's after the first step, each later one
+      // 2 * kStages + 2 tiles after the change before it (the ring then proves the consumers past
+      // that change, so the wait returns at once), or at the change itself if that comes first.
+      int load_at = next_change < count ? 1 : count;
+      while (i < count) {
+        const int stop = min(run_end, load_at);
+        while (i < stop) issue_step();
+        if (i >= load_at) {
+          if (query_loads > 0) mbar_wait(q_empty, (query_loads - 1) & 1);
+          const bf16_bits* q = p.q_rotated + int64_t(next_run) * p.n * p.num_heads * D;
+          __nv_bfloat16* q_dst = q_s + ((query_loads + 1) & 1) * kQTile;
+          // Thread t stages dims q_dim.. of rows q_row0, q_row0 + kQRowStep, ...; their (token,
+          // head) advance by a fixed step (no division in the copy loop).
+          constexpr int kQRowStep = 128 / kChunks;
+          const int q_dim = (t % kChunks) * 8, q_row0 = t / kChunks;
+          const int q_token_step = kQRowStep / group_size, q_head_step = kQRowStep % group_size;
+          int row = work.row0 + q_row0, token = row / group_size, head = work.kv_head * group_size + row % group_size;
+          // Rows kQRowStep (a multiple of 8) apart keep their swizzle: 64 elements a row further on.
+          q_dst += tile_at<D, true>(q_row0, q_dim, kWsRows);
 #pragma unroll 1
-        for (int r = q_row0; r < kWsRows; r += kQRowStep, q_dst += kQRowStep * 64) {
-          const bool valid = row < rows_total;
-          cp_async16(q_dst, q + (int64_t(valid ? token : 0) * p.num_heads + head) * D + q_dim, valid ? 16 : 0);
-          row += kQRowStep;
-          token += q_token_step;
-          head += q_head_step;
-          if (head >= (work.kv_head + 1) * group_size) {
-            head -= group_size;
-            ++token;
+          for (int r = q_row0; r < kWsRows; r += kQRowStep, q_dst += kQRowStep * 64) {
+            const bool valid = row < rows_total;
+            cp_async16(q_dst, q + (int64_t(valid ? token : 0) * p.num_heads + head) * D + q_dim, valid ? 16 : 0);
+            row += kQRowStep;
+            token += q_token_step;
+            head += q_head_step;
+            if (head >= (work.kv_head + 1) * group_size) {
+              head -= group_size;
+              ++token;
+            }
           }
+          mbar_arrive_on_copies(q_full);
+          ++query_loads;
+          last_change = next_change;
+          next_change = change_after;
+          look_ahead();
+          load_at = next_change < count ? min(next_change, last_change + 2 * kStages + 2) : count;
         }
-        mbar_arrive_on_copies(q_full);
-        ++query_loads;
-        last_change = next_change;
-        next_change = change_after;
-        look_ahead();
+        if (i == run_end && i < count) {
+          run_end = run_end_next;
+          run_end_next = run_end < count ? warp_uniform(run_change(p, work, work.tile_begin + run_end)) : count;
+        }
       }
     }
     cp_async_wait<0>();  // no copy outlives its thread
@@ -309,12 +331,12 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
   if (count > 0) {
     // The first query rows of this warpgroup (lazy: of the first tile's shift, rotated) into
     // query buffer 0; each warpgroup stages its own 64 rows (named barrier 2 + wg, 128 threads).
-    const int wg = cw / 4;
+    const int wg = warp_uniform(cw / 4);
     // Lazy: the next change of shift (count: none) and the one after it, read a change ahead.
     int next_change = count, change_after = count, query_loads = 0;
     if constexpr (LAZY) {
-      next_change = run_change(p, work, work.tile_begin);
-      if (next_change < count) change_after = run_change(p, work, work.tile_begin + next_change);
+      next_change = warp_uniform(run_change(p, work, work.tile_begin));
+      if (next_change < count) change_after = warp_uniform(run_change(p, work, work.tile_begin + next_change));
     }
     {
       const bf16_bits* q = p.q;
@@ -343,26 +365,32 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
     for (int i = 0; i < kStepKeys / 8; ++i) s[0][i][0] = s[0][i][1] = s[0][i][2] = s[0][i][3] = 0.0f;
     uint32_t pa[kStepKeys / 16][4];
     float correction[1][2];
+    // Matrix descriptors' low words built once; a stage, query buffer or k-step moves the start
+    // address, which counts 16 bytes (8 elements), by its element offset / 8 (shared addresses stay
+    // below 2^18, so the 14-bit field never carries into the next).
+    const uint32_t q_lo0 = swizzled_desc_lo(q_s + wg * 64 * 64, 16);
+    const uint32_t k_lo0 = swizzled_desc_lo(k_s, 16);
+    const uint32_t v_lo0 = swizzled_desc_lo(v_s, kStepKeys * 128);
     auto issue_scores = [&](int stage) {  // S = Q K^T, Q and K K-major in shared memory
-      const __nv_bfloat16* q_wg = q_s + (LAZY ? (query_loads & 1) * kQTile : 0) + wg * 64 * 64;
-      const __nv_bfloat16* k_stage = k_s + stage * kStage;
-      auto q_desc = [&](int kk) { return swizzled_desc(q_wg + (kk / 4) * kWsRows * 64 + (kk % 4) * 16, 16, 1024); };
-      auto k_desc = [&](int kk) { return swizzled_desc(k_stage + (kk / 4) * kStepKeys * 64 + (kk % 4) * 16, 16, 1024); };
-      wgmma_ss_n128_kmajor<false>(s[0], q_desc(0), k_desc(0));
+      const uint32_t q_lo = q_lo0 + (LAZY ? (query_loads & 1) * (kQTile / 8) : 0);
+      const uint32_t k_lo = k_lo0 + stage * (kStage / 8);
+      auto step = [](int kk, int rows) { return ((kk / 4) * rows * 64 + (kk % 4) * 16) / 8; };
+      wgmma_ss_n128_kmajor<false>(s[0], q_lo, k_lo);
 #pragma unroll
-      for (int kk = 1; kk < D / 16; ++kk) wgmma_ss_n128_kmajor<true>(s[0], q_desc(kk), k_desc(kk));
+      for (int kk = 1; kk < D / 16; ++kk) {
+        wgmma_ss_n128_kmajor<true>(s[0], q_lo + step(kk, kWsRows), k_lo + step(kk, kStepKeys));
+      }
       wgmma_commit();
       wgmma_pin(s[0]);
     };
     auto issue_values = [&](int stage) {  // O += P V, V MN-major (16 keys a k-step, D halves kStepKeys rows apart)
-      const __nv_bfloat16* v_stage = v_s + stage * kStage;
+      const uint32_t v_lo = v_lo0 + stage * (kStage / 8);
 #pragma unroll
       for (int kk = 0; kk < kStepKeys / 16; ++kk) {
-        const uint64_t desc = swizzled_desc(v_stage + kk * 16 * 64, kStepKeys * 128, 1024);
         if constexpr (D == 128) {
-          wgmma_rs_n128_mnmajor(o[0], pa[kk], desc);
+          wgmma_rs_n128_mnmajor(o[0], pa[kk], v_lo + kk * 16 * 64 / 8);
         } else {
-          wgmma_rs_n64_mnmajor(o[0], pa[kk], desc);
+          wgmma_rs_n64_mnmajor(o[0], pa[kk], v_lo + kk * 16 * 64 / 8);
         }
       }
       wgmma_commit();
@@ -407,7 +435,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
         mbar_arrive(q_empty);
         ++query_loads;
         next_change = change_after;
-        if (next_change < count) change_after = run_change(p, work, work.tile_begin + next_change);
+        if (next_change < count) change_after = warp_uniform(run_change(p, work, work.tile_begin + next_change));
       }
       const int width = step_width(i);
       mbar_wait(&full_k[stage], (step / kStages) & 1);
