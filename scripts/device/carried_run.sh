@@ -4,9 +4,9 @@
 # and runs the steps asked for, each skipped once the call's time (LIMIT seconds) is nearly spent.
 # Steps: tests (new: prefill, backend, graph and tensor-parallel tests; TEST_VARIANTS others: the
 # D 128 prefill subset), bench (bench_cuda_attention --prefill of each of VARIANTS, ROUNDS rounds,
-# alternating), e2e (bench_cuda_end_to_end $E2E_ARGS, base then new), race (racecheck and memcheck
-# on prefill tests), peers (bench/peers_sdpa.py --prefill), full (the rest of test_kernels_cuda,
-# FULL_FILTER). Logs and tables go to $OUT.
+# alternating), e2e (bench_cuda_end_to_end $E2E_ARGS of each of E2E_VARIANTS, default base then
+# new), race (racecheck and memcheck on prefill tests of RACE_BIN, default new), peers
+# (bench/peers_sdpa.py --prefill), full (the rest of test_kernels_cuda, FULL_FILTER). Logs and tables go to $OUT.
 # Usage, from the device tool: OUT=$OUT scripts/device/carried_run.sh tests bench e2e
 #   with carry [".devbin/bins.tar.xz", "scripts/..."] (the script itself travels with the tree).
 set -o pipefail
@@ -45,17 +45,17 @@ if has bench; then
   done
 fi
 if has e2e; then
-  for b in base new; do
+  for b in ${E2E_VARIANTS:-base new}; do
     left 100 "e2e $b" || continue
     echo "### $b end to end (${SECONDS}s)"
     timeout 150 ./$b/bench_cuda_end_to_end ${E2E_ARGS:---model llama-3.1-8b} 2>&1 | tee -a $OUT/e2e_$b.md | grep "^| llama"
   done
 fi
 if has race; then
-  left 90 "racecheck" && { timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 ./new/test_kernels_cuda \
+  left 90 "racecheck" && { timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 ./${RACE_BIN:-new}/test_kernels_cuda \
     --gtest_filter="${RACE_FILTER:-AttentionPrefillTest.ShiftAtEveryBlock*:Kernels/AttentionTest.PrefillMatchesCpuReference/D128_gqa4_bs16_small_lazy:Kernels/AttentionTest.PrefillMatchesCpuReference/D64_gqa8_bs32_zero_plain}" \
     > $OUT/racecheck.log 2>&1; echo "racecheck rc=$? (${SECONDS}s)"; grep -E "RACECHECK SUMMARY|PASSED|FAILED" $OUT/racecheck.log | tail -4; }
-  left 90 "memcheck" && { timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 ./new/test_kernels_cuda \
+  left 90 "memcheck" && { timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 ./${RACE_BIN:-new}/test_kernels_cuda \
     --gtest_filter="${MEM_FILTER:-*Prefill*D128*lazy*:PrefillManyTiles*:AttentionPrefillTest.*}" \
     > $OUT/memcheck.log 2>&1; echo "memcheck rc=$? (${SECONDS}s)"; grep -E "ERROR SUMMARY|PASSED|FAILED" $OUT/memcheck.log | tail -4; }
 fi

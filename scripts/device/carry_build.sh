@@ -12,9 +12,10 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 base_ref="${1:-HEAD}"
 targets="test_kernels_cuda bench_cuda_attention bench_cuda_end_to_end"
 args=(-G Ninja -DLAZYSCOPE_WITH_GUI=OFF -DCMAKE_CUDA_ARCHITECTURES=90 -DLAZYSCOPE_BUILD_BENCH=ON -DLAZYSCOPE_PYTHON=python3)
-build() {  # source dir, build dir, output dir
-  cmake -S "$1" -B "$2" "${args[@]}" > "$2.configure.log"
-  ninja -C "$2" -j "$(nproc)" $targets > "$2.build.log"
+build() {  # source dir, build dir, output dir (logs in the build dir)
+  mkdir -p "$2"
+  cmake -S "$1" -B "$2" "${args[@]}" > "$2/configure.log"
+  ninja -C "$2" -j "$(nproc)" $targets > "$2/build.log"
   mkdir -p "$3"
   cp "$2/tests/test_kernels_cuda" "$2/bench/bench_cuda_attention" "$2/bench/bench_cuda_end_to_end" "$3/"
   strip "$3"/*
