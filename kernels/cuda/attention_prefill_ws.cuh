@@ -204,17 +204,18 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
     int run_end = count, run_end_next = count;
     // Lazy: the next change of shift in this range for the query copies (count: none), its shift's
     // index and the change after it, each read a change ahead; the consumers stage the first query
-    // themselves.
+    // themselves. What is read ahead (the same in every lane) is made warp-uniform only where it
+    // is used, so no load is waited for at once.
     int next_change = count, next_run = 0, change_after = count, query_loads = 0, last_change = 0;
     auto look_ahead = [&] {
       if (next_change < count) {
-        next_run = warp_uniform(p.tile_shift_index[work.tile_begin + next_change]);
-        change_after = warp_uniform(run_change(p, work, work.tile_begin + next_change));
+        next_run = p.tile_shift_index[work.tile_begin + next_change];
+        change_after = run_change(p, work, work.tile_begin + next_change);
       }
     };
     if constexpr (LAZY) {
       run_end = next_change = warp_uniform(run_change(p, work, work.tile_begin));
-      if (run_end < count) run_end_next = warp_uniform(run_change(p, work, work.tile_begin + run_end));
+      if (run_end < count) run_end_next = run_change(p, work, work.tile_begin + run_end);
       look_ahead();
     }
     // The step's tile descriptors (d2: the one after, for its key count) and shared entries.
@@ -307,13 +308,13 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
           mbar_arrive_on_copies(q_full);
           ++query_loads;
           last_change = next_change;
-          next_change = change_after;
+          next_change = warp_uniform(change_after);
           look_ahead();
           load_at = next_change < count ? min(next_change, last_change + 2 * kStages + 2) : count;
         }
         if (i == run_end && i < count) {
-          run_end = run_end_next;
-          run_end_next = run_end < count ? warp_uniform(run_change(p, work, work.tile_begin + run_end)) : count;
+          run_end = warp_uniform(run_end_next);
+          run_end_next = run_end < count ? run_change(p, work, work.tile_begin + run_end) : count;
         }
       }
     }
@@ -332,11 +333,12 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
     // The first query rows of this warpgroup (lazy: of the first tile's shift, rotated) into
     // query buffer 0; each warpgroup stages its own 64 rows (named barrier 2 + wg, 128 threads).
     const int wg = warp_uniform(cw / 4);
-    // Lazy: the next change of shift (count: none) and the one after it, read a change ahead.
+    // Lazy: the next change of shift (count: none) and the one after it, read a change ahead
+    // (the same in every lane).
     int next_change = count, change_after = count, query_loads = 0;
     if constexpr (LAZY) {
       next_change = warp_uniform(run_change(p, work, work.tile_begin));
-      if (next_change < count) change_after = warp_uniform(run_change(p, work, work.tile_begin + next_change));
+      if (next_change < count) change_after = run_change(p, work, work.tile_begin + next_change);
     }
     {
       const bf16_bits* q = p.q;
@@ -434,8 +436,10 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
         mbar_wait(q_full, query_loads & 1);
         mbar_arrive(q_empty);
         ++query_loads;
-        next_change = change_after;
-        if (next_change < count) change_after = warp_uniform(run_change(p, work, work.tile_begin + next_change));
+        // change_after was read a change ago; made warp-uniform only here, so its load is never
+        // waited for on the way to a product.
+        next_change = warp_uniform(change_after);
+        if (next_change < count) change_after = run_change(p, work, work.tile_begin + next_change);
       }
       const int width = step_width(i);
       mbar_wait(&full_k[stage], (step / kStages) & 1);
