@@ -277,24 +277,33 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
       // query before it there: the first change's after the first step, each later one
       // 2 * kStages + 2 tiles after the change before it (the ring then proves the consumers past
       // that change, so the wait returns at once), or at the change itself if that comes first.
+      // Thread t stages dims q_dim.. of rows q_row0, q_row0 + kQRowStep, ...; their (token, head)
+      // advance by a fixed step (no division in the copy loop). A query goes in kQPieces pieces,
+      // one after each step (all at once close to its change): in one burst it delayed the K/V
+      // copies behind it (512-token RAG shape, lazy over plain: +6.0-6.3 % -> +4.7-4.9 %).
+      constexpr int kQRowStep = 128 / kChunks, kQIters = kWsRows / kQRowStep, kQPieces = 4;
+      const int q_dim = (t % kChunks) * 8, q_row0 = t / kChunks;
+      const int q_token_step = kQRowStep / group_size, q_head_step = kQRowStep % group_size;
+      const bf16_bits* q = nullptr;
+      __nv_bfloat16* q_dst = nullptr;
+      int row = 0, token = 0, head = 0, piece = 0;
       int load_at = next_change < count ? 1 : count;
       while (i < count) {
         const int stop = min(run_end, load_at);
         while (i < stop) issue_step();
         if (i >= load_at) {
-          if (query_loads > 0) mbar_wait(q_empty, (query_loads - 1) & 1);
-          const bf16_bits* q = p.q_rotated + int64_t(next_run) * p.n * p.num_heads * D;
-          __nv_bfloat16* q_dst = q_s + ((query_loads + 1) & 1) * kQTile;
-          // Thread t stages dims q_dim.. of rows q_row0, q_row0 + kQRowStep, ...; their (token,
-          // head) advance by a fixed step (no division in the copy loop).
-          constexpr int kQRowStep = 128 / kChunks;
-          const int q_dim = (t % kChunks) * 8, q_row0 = t / kChunks;
-          const int q_token_step = kQRowStep / group_size, q_head_step = kQRowStep % group_size;
-          int row = work.row0 + q_row0, token = row / group_size, head = work.kv_head * group_size + row % group_size;
-          // Rows kQRowStep (a multiple of 8) apart keep their swizzle: 64 elements a row further on.
-          q_dst += tile_at<D, true>(q_row0, q_dim, kWsRows);
+          if (piece == 0) {
+            if (query_loads > 0) mbar_wait(q_empty, (query_loads - 1) & 1);
+            q = p.q_rotated + int64_t(next_run) * p.n * p.num_heads * D;
+            // Rows kQRowStep (a multiple of 8) apart keep their swizzle: 64 elements a row further on.
+            q_dst = q_s + ((query_loads + 1) & 1) * kQTile + tile_at<D, true>(q_row0, q_dim, kWsRows);
+            row = work.row0 + q_row0;
+            token = row / group_size;
+            head = work.kv_head * group_size + row % group_size;
+          }
+          const int pieces = next_change - i <= 2 * kQPieces + 2 ? kQPieces - piece : 1;
 #pragma unroll 1
-          for (int r = q_row0; r < kWsRows; r += kQRowStep, q_dst += kQRowStep * 64) {
+          for (int it = 0; it < pieces * (kQIters / kQPieces); ++it, q_dst += kQRowStep * 64) {
             const bool valid = row < rows_total;
             cp_async16(q_dst, q + (int64_t(valid ? token : 0) * p.num_heads + head) * D + q_dim, valid ? 16 : 0);
             row += kQRowStep;
@@ -305,12 +314,18 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
               ++token;
             }
           }
-          mbar_arrive_on_copies(q_full);
-          ++query_loads;
-          last_change = next_change;
-          next_change = warp_uniform(change_after);
-          look_ahead();
-          load_at = next_change < count ? min(next_change, last_change + 2 * kStages + 2) : count;
+          piece += pieces;
+          if (piece == kQPieces) {
+            piece = 0;
+            mbar_arrive_on_copies(q_full);
+            ++query_loads;
+            last_change = next_change;
+            next_change = warp_uniform(change_after);
+            look_ahead();
+            load_at = next_change < count ? min(next_change, last_change + 2 * kStages + 2) : count;
+          } else {
+            load_at = i + 1;
+          }
         }
         if (i == run_end && i < count) {
           run_end = warp_uniform(run_end_next);

@@ -71,6 +71,17 @@ TEST(PrefillManyTilesTest, LazyWithAShiftPerBlock) {
   check_prefill({64, 2, true}, docs, 40, 6);
 }
 
+// Long documents (runs of about 32 tiles, so a CTA's range holds more than ten tiles ahead of a
+// change): the warp-specialised kernel's producer then stages the next shift's query in pieces
+// between steps, which short runs never exercise.
+TEST(PrefillManyTilesTest, LazyLongDocuments) {
+  LAZYSCOPE_REQUIRE_GPU();
+  for (int d : {64, 128}) {
+    SCOPED_TRACE("D" + std::to_string(d));
+    check_prefill({d, 16, true}, {{2000, 65536 + 7}, {2100, -300}, {1990, 12}, {2050, 4000}}, 300, 7 + d);
+  }
+}
+
 void check_prefill(const BlockCase& c, const std::vector<std::pair<int, int>>& docs, int n, unsigned seed) {
   const int kv_heads = 2, ratio = 4;
   const AttentionShape shape{c.head_dim, kv_heads * ratio, kv_heads, c.block_size};
