@@ -96,7 +96,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
   // Registers a thread (setmaxnreg), within what the launch allocated (168 a thread: producer +
   // 2 x consumer <= 504, or the consumers' increase never returns). With the matrix descriptors in
   // uniform registers the consumers need no more than 192; the producer, given 96, no longer
-  // spills, and its copies reach the consumers sooner (lazy: 72 or 80 cost 3-6 %).
+  // spills, and its copies reach the consumers sooner (lazy at 80 or 72: 2-6 % slower).
   constexpr int kProducerRegs = 96, kConsumerRegs = 192;
   extern __shared__ __align__(16) uint8_t smem[];
   uint8_t* tiles = smem + ((1024 - (smem_addr(smem) & 1023)) & 1023);
