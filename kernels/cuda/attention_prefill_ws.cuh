@@ -282,6 +282,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
       // one after each step (all at once close to its change): in one burst it delayed the K/V
       // copies behind it (512-token RAG shape, lazy over plain: +6.0-6.3 % -> +4.7-4.9 %).
       constexpr int kQRowStep = 128 / kChunks, kQIters = kWsRows / kQRowStep, kQPieces = 4;
+      static_assert(kQIters % kQPieces == 0, "a query's rows split evenly into its pieces");
       const int q_dim = (t % kChunks) * 8, q_row0 = t / kChunks;
       const int q_token_step = kQRowStep / group_size, q_head_step = kQRowStep % group_size;
       const bf16_bits* q = nullptr;

@@ -20,24 +20,19 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
 #endif
 }
 
-// Matrix descriptor of a tile in 128-byte swizzle mode: start address, leading and stride byte
-// offsets (16-byte units, 14 bits each), layout type 1 (SWIZZLE_128B) in bits 62-63.
-__device__ __forceinline__ uint64_t swizzled_desc(const void* tile, uint32_t leading_bytes, uint32_t stride_bytes) {
-  uint64_t desc = uint64_t((smem_addr(tile) & 0x3FFFF) >> 4);
-  desc |= uint64_t((leading_bytes >> 4) & 0x3FFF) << 16;
-  desc |= uint64_t((stride_bytes >> 4) & 0x3FFF) << 32;
-  desc |= uint64_t(1) << 62;
-  return desc;
-}
-
-// The same descriptor's two words for stride 1024 (8 rows of 128 bytes), as the warp-specialised
-// kernel passes them: the low word (start address, leading byte offset) varies with the stage,
-// buffer and k-step, the high word is this constant. Built inside the wgmma's asm, so the
-// compiler moves only the low word to a uniform register (a 64-bit add and its carry, and the
-// moves of the high half, were six instructions a product).
-constexpr uint32_t kSwizzledDescHi = (1024 >> 4) | (1u << 30);
+// Matrix descriptor of a tile in 128-byte swizzle mode, as two words. Low: start address and
+// leading byte offset (16-byte units, 14 bits each). High: stride byte offset (the same units),
+// layout type 1 (SWIZZLE_128B) in bits 30-31. The warp-specialised kernel passes the low word
+// alone and puts the constant high word together inside the wgmma's asm, so the compiler moves
+// only the low word to a uniform register (a 64-bit add and its carry, and the moves of the high
+// half, were six instructions a product).
 __device__ __forceinline__ uint32_t swizzled_desc_lo(const void* tile, uint32_t leading_bytes) {
   return ((smem_addr(tile) & 0x3FFFF) >> 4) | (((leading_bytes >> 4) & 0x3FFF) << 16);
+}
+constexpr uint32_t swizzled_desc_hi(uint32_t stride_bytes) { return ((stride_bytes >> 4) & 0x3FFF) | (1u << 30); }
+constexpr uint32_t kSwizzledDescHi = swizzled_desc_hi(1024);  // 8 rows of 128 bytes
+__device__ __forceinline__ uint64_t swizzled_desc(const void* tile, uint32_t leading_bytes, uint32_t stride_bytes) {
+  return swizzled_desc_lo(tile, leading_bytes) | uint64_t(swizzled_desc_hi(stride_bytes)) << 32;
 }
 
 #ifdef LAZYSCOPE_WGMMA_CODE

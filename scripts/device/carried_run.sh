@@ -6,7 +6,8 @@
 # D 128 prefill subset), bench (bench_cuda_attention --prefill of each of VARIANTS, ROUNDS rounds,
 # alternating), e2e (bench_cuda_end_to_end $E2E_ARGS of each of E2E_VARIANTS, default base then
 # new), race (racecheck and memcheck on prefill tests of RACE_BIN, default new), peers
-# (bench/peers_sdpa.py --prefill), full (the rest of test_kernels_cuda, FULL_FILTER). Logs and tables go to $OUT.
+# (bench/peers_sdpa.py --prefill), full (the rest of test_kernels_cuda, FULL_FILTER). Logs and
+# tables go to $OUT.
 # Usage, from the device tool: OUT=$OUT scripts/device/carried_run.sh tests bench e2e
 #   with carry [".devbin/bins.tar.xz", "scripts/..."] (the script itself travels with the tree).
 set -o pipefail
