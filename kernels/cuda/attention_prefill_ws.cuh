@@ -3,14 +3,14 @@
 // A CTA of three warpgroups owns 128 rows of (query token, group head) pairs of one KV head, as
 // the other kernels do, and walks its K/V in steps of 128 keys: two 64-key host tiles of one
 // shift run (one alone at the end of a run or of the range). Warpgroup 0 produces: it gathers each
-// step's K, then its V, from the paged pool with cp.async into a ring of 128-key stages (block-table
+// step's K, then its V, from the paged pool with cp.async into rings of 128-key stages (block-table
 // metadata read a step ahead into registers); the copies themselves arrive on the stage's K or V
 // mbarrier when they land (cp.async.mbarrier.arrive), so the producer only ever waits for a free
 // stage. Warpgroups 1 and 2 consume, 64 rows each, with the query in shared memory: S = QK^T as
 // m64n128 wgmma from shared memory, O += PV from registers, and the softmax of step t runs while
 // the tensor cores compute P(t-1)·V(t-1); the two consumer warpgroups take turns issuing their
 // products. K and V go back to the producer separately (K once its scores and keys are read, V
-// once its product is done), so two stages keep a step of copies in flight. setmaxnreg moves
+// once its product is done, a step later: at D 128 V has a stage more). setmaxnreg moves
 // registers from the producer to the consumers. Splits have an even number of tiles (a step of
 // one tile costs a whole step) and, one CTA an SM, fill at most one wave. Lazy: a CTA's range may
 // cross shift runs (splits are even, as plain ones are); at a change of shift the producer stages
@@ -28,20 +28,43 @@ constexpr int kWsRows = 64 * kWsConsumers;         // rows a CTA
 constexpr int kWsThreads = 128 * (kWsConsumers + 1);
 constexpr int kStepKeys = 2 * kKeys;               // keys a step: two host tiles
 
-// Ring depth in 128-key steps: 64 KB of K and V a stage at D 128, 32 KB at D 64.
-template <int D>
-constexpr int ws_stages() {
+// Ring depths in 128-key steps, K and V apart (32 KB of K or V a stage at D 128, 16 KB at D 64).
+// A step's P·V is issued one step after its scores, so V is held a step longer than K: at D 128 a
+// third V stage lets the producer start the next V a step earlier (H100, against two: plain causal
+// 8K 1,094-1,110 -> 1,076-1,078 µs, the 512-token RAG shape 170-171 -> 152-153 µs), where a third
+// K stage gained nothing. Three of each do not fit beside the query.
+template <int D, bool LAZY>
+constexpr int ws_k_stages() {
   return D == 128 ? 2 : 4;
+}
+template <int D, bool LAZY>
+constexpr int ws_v_stages() {
+  return D == 128 ? 3 : 4;
 }
 // Query buffers: plain one, lazy two (the next shift's rows land while the current ones are read).
 template <bool LAZY>
 constexpr int ws_query_buffers() {
   return LAZY ? 2 : 1;
 }
+// Shared memory: the barriers, column keys and row limits first, then the tiles from the next 1 KB
+// boundary (the 128-byte swizzle repeats every 1 KB). Dynamic shared memory starts 1 KB-aligned
+// (after the block's reserved 1 KB, none of it static here), so the metadata takes the tiles' pad;
+// the kernel checks that.
+template <int D, bool LAZY>
+constexpr int ws_meta_bytes() {
+  constexpr int kK = ws_k_stages<D, LAZY>(), kV = ws_v_stages<D, LAZY>();
+  return (2 * kK + 2 * kV + 2) * 8 + kK * (kStepKeys + 1) * 4 + kWsRows * 4;
+}
+template <int D, bool LAZY>
+constexpr int ws_tile_bytes() {
+  return (ws_k_stages<D, LAZY>() + ws_v_stages<D, LAZY>()) * kStepKeys * D * 2 +
+         ws_query_buffers<LAZY>() * kWsRows * D * 2;
+}
 template <int D, bool LAZY>
 constexpr int ws_smem_bytes() {
-  return 1024 + ws_stages<D>() * 2 * kStepKeys * D * 2 + ws_query_buffers<LAZY>() * kWsRows * D * 2 +
-         (4 * ws_stages<D>() + 2) * 8 + ws_stages<D>() * (kStepKeys + 1) * 4 + kWsRows * 4;
+  constexpr int kBytes = (ws_meta_bytes<D, LAZY>() + 1023) / 1024 * 1024 + ws_tile_bytes<D, LAZY>();
+  static_assert(kBytes <= 227 * 1024, "beyond the shared memory a Hopper block may opt into");
+  return kBytes;
 }
 
 #ifdef LAZYSCOPE_WGMMA_CODE
@@ -90,7 +113,7 @@ __device__ __forceinline__ int run_change(const PrefillParams& p, const CtaWork&
 template <int D, bool LAZY>
 __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams p) {
 #ifdef LAZYSCOPE_WGMMA_CODE
-  constexpr int kStages = ws_stages<D>();
+  constexpr int kKStages = ws_k_stages<D, LAZY>(), kVStages = ws_v_stages<D, LAZY>();
   constexpr int kStage = kStepKeys * D;  // elements of one K or V stage
   constexpr int kQTile = kWsRows * D;    // elements of one query buffer
   // Registers a thread (setmaxnreg), within what the launch allocated (168 a thread: producer +
@@ -99,21 +122,23 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
   // spills, and its copies reach the consumers sooner (lazy at 80 or 72: 2-6 % slower).
   constexpr int kProducerRegs = 96, kConsumerRegs = 192;
   extern __shared__ __align__(16) uint8_t smem[];
-  uint8_t* tiles = smem + ((1024 - (smem_addr(smem) & 1023)) & 1023);
-  __nv_bfloat16* k_s = reinterpret_cast<__nv_bfloat16*>(tiles);  // [kStages][D/64][kStepKeys][64], swizzled
-  __nv_bfloat16* v_s = k_s + kStages * kStage;
-  __nv_bfloat16* q_s = v_s + kStages * kStage;  // [buffers][D/64][kWsRows][64], swizzled as the stages
-  uint64_t* full_k = reinterpret_cast<uint64_t*>(q_s + ws_query_buffers<LAZY>() * kQTile);  // [kStages]
-  uint64_t* full_v = full_k + kStages;    // [kStages]: the stage holds its step's K / V
-  uint64_t* empty_k = full_v + kStages;   // [kStages]: the stage's K / V may be refilled
-  uint64_t* empty_v = empty_k + kStages;
+  uint64_t* full_k = reinterpret_cast<uint64_t*>(smem);  // [kKStages]
+  uint64_t* full_v = full_k + kKStages;                   // [kVStages]: the stage holds its step's K / V
+  uint64_t* empty_k = full_v + kVStages;                  // [kKStages]: the stage's K / V may be refilled
+  uint64_t* empty_v = empty_k + kKStages;                 // [kVStages]
   // Lazy: the producer writes the next shift's rotated query into the other buffer (q_full) once
   // the consumers are done with the query before it there (q_empty).
-  uint64_t* q_full = empty_v + kStages;
+  uint64_t* q_full = empty_v + kVStages;
   uint64_t* q_empty = q_full + 1;
-  int* col_key = reinterpret_cast<int*>(q_empty + 1);  // [kStages][kStepKeys], INT_MAX = empty
-  int* masked = col_key + kStages * kStepKeys;         // [kStages]: the step needs the mask
-  int* row_key_limit = masked + kStages;               // [kWsRows]: last key each row sees
+  int* col_key = reinterpret_cast<int*>(q_empty + 1);  // [kKStages][kStepKeys], INT_MAX = empty
+  int* masked = col_key + kKStages * kStepKeys;        // [kKStages]: the step needs the mask
+  int* row_key_limit = masked + kKStages;              // [kWsRows]: last key each row sees
+  const uint32_t meta_end = smem_addr(row_key_limit + kWsRows);
+  uint8_t* tiles = smem + (((meta_end + 1023) & ~1023u) - smem_addr(smem));
+  if (tiles + ws_tile_bytes<D, LAZY>() > smem + ws_smem_bytes<D, LAZY>()) __trap();  // a start not 1 KB-aligned
+  __nv_bfloat16* k_s = reinterpret_cast<__nv_bfloat16*>(tiles);  // [kKStages][D/64][kStepKeys][64], swizzled
+  __nv_bfloat16* v_s = k_s + kKStages * kStage;                      // [kVStages][...]
+  __nv_bfloat16* q_s = v_s + kVStages * kStage;  // [buffers][D/64][kWsRows][64], swizzled as the stages
 
   const int group_size = p.num_heads / p.num_kv_heads;
   const int rows_total = p.n * group_size;
@@ -124,10 +149,12 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
     row_key_limit[r] = row < rows_total ? p.prior + row / group_size : -1;
   }
   if (threadIdx.x == 0) {
-    for (int i = 0; i < kStages; ++i) {
+    for (int i = 0; i < kKStages; ++i) {
       mbar_init(&full_k[i], 2 * 128);  // every producer thread twice: its key stores, then its copies landed
-      mbar_init(&full_v[i], 128);      // every producer thread, its copies landed
       mbar_init(&empty_k[i], 128 * kWsConsumers);  // every consumer thread, its reads of the stage done
+    }
+    for (int i = 0; i < kVStages; ++i) {
+      mbar_init(&full_v[i], 128);  // every producer thread, its copies landed
       mbar_init(&empty_v[i], 128 * kWsConsumers);
     }
     mbar_init(q_full, 128);                 // every producer thread, its query copies landed
@@ -224,12 +251,12 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
     int i = 0, step = 0;
     // One step: tiles i and (if it is in the same shift run) i + 1.
     auto issue_step = [&] {
-      const int stage = step % kStages;
+      const int stage = step % kKStages, v_stage = step % kVStages;
       const bool wide = i + 1 < run_end;
       __nv_bfloat16* k_dst = k_s + stage * kStage;
-      __nv_bfloat16* v_dst = v_s + stage * kStage;
+      __nv_bfloat16* v_dst = v_s + v_stage * kStage;
       int* key_dst = copy_dim == 0 ? col_key + stage * kStepKeys + copy_col0 : nullptr;
-      if (step >= kStages) mbar_wait(&empty_k[stage], (step / kStages - 1) & 1);
+      if (step >= kKStages) mbar_wait(&empty_k[stage], (step / kKStages - 1) & 1);
       copy_tile(p.k_pool, k_dst, 0, d0, e0, key_dst);
       if (wide) {
         copy_tile(p.k_pool, k_dst, 1, d1, e1, key_dst == nullptr ? nullptr : key_dst + kKeys);
@@ -244,7 +271,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
       }
       mbar_arrive(&full_k[stage]);            // releases this thread's key and mask stores
       mbar_arrive_on_copies(&full_k[stage]);  // and this when its copies have landed
-      if (step >= kStages) mbar_wait(&empty_v[stage], (step / kStages - 1) & 1);
+      if (step >= kVStages) mbar_wait(&empty_v[v_stage], (step / kVStages - 1) & 1);
       copy_tile(p.v_pool, v_dst, 0, d0, e0, nullptr);
       if (wide) {
         copy_tile(p.v_pool, v_dst, 1, d1, e1, nullptr);
@@ -257,7 +284,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
           cp_async16(v_dst + tile_at<D, true>(kKeys + copy_col0 + j, copy_dim, kStepKeys), p.v_pool, 0);
         }
       }
-      mbar_arrive_on_copies(&full_v[stage]);
+      mbar_arrive_on_copies(&full_v[v_stage]);
       i += wide ? 2 : 1;
       ++step;
       // Metadata of the next step, loaded now and used there.
@@ -275,7 +302,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
       // inside it, the producer ran 3 % slower even where no change is ever taken). The next
       // shift's rotated query goes into the other buffer once the consumers are done with the
       // query before it there: the first change's after the first step, each later one
-      // 2 * kStages + 2 tiles after the change before it (the ring then proves the consumers past
+      // 2 * kKStages + 2 tiles after the change before it (the ring then proves the consumers past
       // that change, so the wait returns at once), or at the change itself if that comes first.
       // Thread t stages dims q_dim.. of rows q_row0, q_row0 + kQRowStep, ...; their (token, head)
       // advance by a fixed step (no division in the copy loop). A query goes in kQPieces pieces,
@@ -323,7 +350,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
             last_change = next_change;
             next_change = warp_uniform(change_after);
             look_ahead();
-            load_at = next_change < count ? min(next_change, last_change + 2 * kStages + 2) : count;
+            load_at = next_change < count ? min(next_change, last_change + 2 * kKStages + 2) : count;
           } else {
             load_at = i + 1;
           }
@@ -445,7 +472,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
     pack_weights<kStepKeys>(s[0], pa);
     int prev = 0, step = 1;
     for (int i = step_width(0); i < count; ++step) {
-      const int stage = step % kStages;
+      const int stage = step % kKStages;
       if (LAZY && i == next_change) {
         // The range crosses into another shift run: its rotated query, staged by the producer in
         // the other buffer; no product reads the current one any more (all waited for).
@@ -458,8 +485,8 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
         if (next_change < count) change_after = run_change(p, work, work.tile_begin + next_change);
       }
       const int width = step_width(i);
-      mbar_wait(&full_k[stage], (step / kStages) & 1);
-      mbar_wait(&full_v[prev], ((step - 1) / kStages) & 1);
+      mbar_wait(&full_k[stage], (step / kKStages) & 1);
+      mbar_wait(&full_v[prev], ((step - 1) / kVStages) & 1);
       fence_proxy_async_shared();  // also covers the query rows waited for above
       my_turn();
       wgmma_fence();
@@ -473,10 +500,10 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
       mbar_arrive(&empty_v[prev]);
       pack_weights<kStepKeys>(s[0], pa);  // after the wait: the previous P was the product's operand until now
       rescale_rows<D, 1>(o, correction);
-      prev = stage;
+      prev = step % kVStages;
       i += width;
     }
-    mbar_wait(&full_v[prev], ((step - 1) / kStages) & 1);
+    mbar_wait(&full_v[prev], ((step - 1) / kVStages) & 1);
     fence_proxy_async_shared();
     my_turn();
     wgmma_fence();
