@@ -33,11 +33,11 @@ constexpr int kStepKeys = 2 * kKeys;               // keys a step: two host tile
 // third V stage lets the producer start the next V a step earlier (H100, against two: plain causal
 // 8K 1,094-1,110 -> 1,076-1,078 µs, the 512-token RAG shape 170-171 -> 152-153 µs), where a third
 // K stage gained nothing. Three of each do not fit beside the query.
-template <int D, bool LAZY>
+template <int D>
 constexpr int ws_k_stages() {
   return D == 128 ? 2 : 4;
 }
-template <int D, bool LAZY>
+template <int D>
 constexpr int ws_v_stages() {
   return D == 128 ? 3 : 4;
 }
@@ -52,12 +52,12 @@ constexpr int ws_query_buffers() {
 // the kernel checks that.
 template <int D, bool LAZY>
 constexpr int ws_meta_bytes() {
-  constexpr int kK = ws_k_stages<D, LAZY>(), kV = ws_v_stages<D, LAZY>();
+  constexpr int kK = ws_k_stages<D>(), kV = ws_v_stages<D>();
   return (2 * kK + 2 * kV + 2) * 8 + kK * (kStepKeys + 1) * 4 + kWsRows * 4;
 }
 template <int D, bool LAZY>
 constexpr int ws_tile_bytes() {
-  return (ws_k_stages<D, LAZY>() + ws_v_stages<D, LAZY>()) * kStepKeys * D * 2 +
+  return (ws_k_stages<D>() + ws_v_stages<D>()) * kStepKeys * D * 2 +
          ws_query_buffers<LAZY>() * kWsRows * D * 2;
 }
 template <int D, bool LAZY>
@@ -113,7 +113,7 @@ __device__ __forceinline__ int run_change(const PrefillParams& p, const CtaWork&
 template <int D, bool LAZY>
 __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams p) {
 #ifdef LAZYSCOPE_WGMMA_CODE
-  constexpr int kKStages = ws_k_stages<D, LAZY>(), kVStages = ws_v_stages<D, LAZY>();
+  constexpr int kKStages = ws_k_stages<D>(), kVStages = ws_v_stages<D>();
   constexpr int kStage = kStepKeys * D;  // elements of one K or V stage
   constexpr int kQTile = kWsRows * D;    // elements of one query buffer
   // Registers a thread (setmaxnreg), within what the launch allocated (168 a thread: producer +
