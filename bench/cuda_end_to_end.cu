@@ -4,7 +4,8 @@
 // Options (one at a time): --model NAME (that model's batch-1 decode rows only), --quick (fewer
 // TTFT repeats), --sweep (GEMV split sweep), --decode-context N (batch-1 decode of llama-3.1-8b
 // after an N-token prompt: greedy and logits paths only), --batched (the batched decode table only),
-// --ttft (the cached-RAG TTFT table only, 5 repeats).
+// --ttft (the cached-RAG TTFT table only, 5 repeats), --prompt-profile [MODEL [TOKENS]] (one prompt
+// step's kernels under the CUPTI tracer; default llama-3.1-8b, 2048 tokens).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -97,6 +98,30 @@ void print_rag_ttft(int repeats) {
               r.lazy_after_none_ms, r.rotated_after_none_ms);
 }
 
+// One prompt step's kernels under the CUPTI tracer (see bench::measure_prompt_profile).
+void print_prompt_profile(const std::string& model, int tokens) {
+  const bench::PromptProfile p = bench::measure_prompt_profile(model, tokens);
+  std::printf("\n## Prompt step of %s, %d tokens: kernels under the CUPTI tracer (one traced step after a traced "
+              "warm-up)\n\n",
+              model.c_str(), tokens);
+  std::printf("| run | wall ms | tok/s | GPU-event ms |\n|---|---:|---:|---:|\n");
+  const double walls[3] = {p.untraced_wall_ms, p.traced_wall_ms, p.after_wall_ms};
+  const double gpus[3] = {p.untraced_gpu_ms, p.traced_gpu_ms, p.after_gpu_ms};
+  const char* runs[3] = {"untraced, before the tracer (median of 3)", "traced", "untraced, after the tracer (median of 3)"};
+  for (int r = 0; r < 3; ++r) {
+    std::printf("| %s | %.2f | %.0f | %.2f |\n", runs[r], walls[r], tokens / (walls[r] * 1e-3), gpus[r]);
+  }
+  std::printf("\ntraced step: GPU span (first kernel start to last kernel end) %.2f ms; kernels %d, their sum %.2f ms; no "
+              "kernel running %.2f ms of the span; dropped records %llu\n\n",
+              p.gpu_span_ms, p.kernels, p.kernel_ms, p.idle_ms, static_cast<unsigned long long>(p.dropped));
+  std::printf("| kernel | grid | launches | total µs | µs a launch | %% of span |\n|---|---|---:|---:|---:|---:|\n");
+  for (const bench::PromptKernelGroup& g : p.groups) {
+    std::printf("| %s | %s | %d | %.1f | %.1f | %.1f %% |\n", g.name.c_str(), g.grid.c_str(), g.launches, g.total_us,
+                g.total_us / g.launches, 100.0 * g.total_us * 1e-3 / p.gpu_span_ms);
+  }
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -114,6 +139,16 @@ int main(int argc, char** argv) {
         return 2;
       }
       print_decode_at_context(copy_gbs, context);
+      return 0;
+    }
+    if (argc > 1 && std::strcmp(argv[1], "--prompt-profile") == 0) {
+      const std::string model = argc > 2 ? argv[2] : "llama-3.1-8b";
+      const int tokens = argc > 3 ? std::atoi(argv[3]) : 2048;
+      if (tokens < 16 || tokens > 32768) {
+        std::fprintf(stderr, "bench_cuda_end_to_end: --prompt-profile MODEL TOKENS: expected 16..32768 tokens\n");
+        return 2;
+      }
+      print_prompt_profile(model, tokens);
       return 0;
     }
     if (argc > 1 && std::strcmp(argv[1], "--ttft") == 0) {

@@ -36,7 +36,9 @@ double median(std::vector<double> values) {
 
 constexpr int kBlock = 16;
 
-// Runs n tokens at positions start.. into slots from first_block, after `prefix`.
+}  // namespace
+
+// Declared in scenarios.h.
 void run_segment(Backend& backend, int n, int start, int first_block, const std::vector<BlockRef>& prefix, bool lazy,
                  bool want_logits, std::vector<BlockRef>* blocks_out, uint32_t seed, int vocab) {
   std::vector<int32_t> tokens(n), positions(n), slots(n);
@@ -61,8 +63,6 @@ void run_segment(Backend& backend, int n, int start, int first_block, const std:
   backend.forward(step, &logits);
   if (blocks_out != nullptr) *blocks_out = blocks;
 }
-
-}  // namespace
 
 double decode_weight_bytes(const ModelShape& s) {
   const double H = s.hidden_size, I = s.intermediate_size, Q = s.q_dim(), K = s.kv_dim();

@@ -1,12 +1,20 @@
 #pragma once
 // End-to-end measurement scenarios on the CUDA backend with synthetic weights (shapes by name from
 // kernels/synthetic_shapes.h), called by the benchmark programs; lab code, not product code.
+#include <cstdint>
 #include <string>
 #include <vector>
 
+#include "kernels/backend.h"
 #include "kernels/model_shape.h"
 
 namespace lazyscope::bench {
+
+// Shared by the scenario files: runs n random tokens at positions start.. into the slots of blocks
+// first_block.. (16-token blocks) after the `prefix` table, plain or lazy; the new blocks go to
+// *blocks_out when given.
+void run_segment(Backend& backend, int n, int start, int first_block, const std::vector<BlockRef>& prefix, bool lazy,
+                 bool want_logits, std::vector<BlockRef>* blocks_out, uint32_t seed, int vocab);
 
 // bf16 bytes one decode step must read: every layer's weights and the LM head.
 double decode_weight_bytes(const ModelShape& shape);
@@ -84,5 +92,29 @@ struct RagTtft {
   double rotated_after_none_ms = 0;
 };
 RagTtft measure_rag_ttft(const std::string& model, int docs, int doc_tokens, int query_tokens, int repeats);
+
+// One prompt step of `tokens` tokens, untraced (wall, median of three) and then once under the
+// CUPTI tracer: every kernel the step ran, grouped by kernel and grid (a layer's GEMMs differ by
+// grid), against the GPU span from the first kernel's start to the last one's end. Tells kernel
+// time from the time between kernels.
+struct PromptKernelGroup {
+  std::string name;  // display name, shortened
+  std::string grid;  // "x×y×z"
+  int launches = 0;
+  double total_us = 0;
+};
+struct PromptProfile {
+  // Wall: synchronised start to the logits on the host; GPU: events around the same work.
+  double untraced_wall_ms = 0, untraced_gpu_ms = 0;  // median of three, before the tracer
+  double traced_wall_ms = 0, traced_gpu_ms = 0;
+  double after_wall_ms = 0, after_gpu_ms = 0;        // median of three, after the tracer went
+  double gpu_span_ms = 0;       // first kernel start .. last kernel end
+  double kernel_ms = 0;         // sum of kernel durations
+  double idle_ms = 0;           // time in the span with no kernel running
+  int kernels = 0;
+  uint64_t dropped = 0;
+  std::vector<PromptKernelGroup> groups;  // largest total first
+};
+PromptProfile measure_prompt_profile(const std::string& model, int tokens);
 
 }  // namespace lazyscope::bench

@@ -294,9 +294,12 @@ __global__ void __launch_bounds__(kWsThreads, 1) prefill_kernel_ws(PrefillParams
       e0 = entry_of(d0);
       e1 = entry_of(d1);
     };
-    if constexpr (!LAZY) {
+    if (!LAZY || next_change >= count) {
+      // Plain calls, and lazy CTAs whose range holds one shift run, walk the steps alone: the lazy
+      // loop's query code around them, even where never taken, made the producer slower (causal
+      // prompts, lazy over plain on an H100: +1.3-2.4 % with it, +0.8-0.9 % without).
       while (i < count) issue_step();
-    } else {
+    } else if constexpr (LAZY) {
       // Lazy: the steps run in pieces that end at a change of shift or where the next change's
       // query is due, so the loop over steps holds nothing but the copies (with the query code
       // inside it, the producer ran 3 % slower even where no change is ever taken). The next

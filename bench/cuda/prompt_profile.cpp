@@ -1,0 +1,128 @@
+// The prompt step under the CUPTI tracer: which kernels its time goes to, and how much of the
+// GPU span no kernel runs (bench_cuda_end_to_end --prompt-profile).
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "bench/cuda/scenarios.h"
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/device_trace.h"
+#include "kernels/kernel_names.h"
+#include "kernels/synthetic_shapes.h"
+
+namespace lazyscope::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct PromptTime {
+  double wall_ms = 0;  // synchronised start to the logits on the host
+  double gpu_ms = 0;   // events on the backend's stream around the same work
+};
+
+PromptTime timed_prompt(cuda::CudaBackend& backend, int tokens, int vocab) {
+  cudaEvent_t begin, end;
+  LAZYSCOPE_CUDA_CHECK(cudaEventCreate(&begin));
+  LAZYSCOPE_CUDA_CHECK(cudaEventCreate(&end));
+  backend.synchronize();
+  const auto start = Clock::now();
+  LAZYSCOPE_CUDA_CHECK(cudaEventRecord(begin, backend.stream()));
+  run_segment(backend, tokens, 0, 0, {}, false, true, nullptr, 1, vocab);
+  PromptTime t;
+  t.wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  LAZYSCOPE_CUDA_CHECK(cudaEventRecord(end, backend.stream()));  // the step has synchronised
+  LAZYSCOPE_CUDA_CHECK(cudaEventSynchronize(end));
+  float ms = 0.0f;
+  LAZYSCOPE_CUDA_CHECK(cudaEventElapsedTime(&ms, begin, end));
+  t.gpu_ms = ms;
+  LAZYSCOPE_CUDA_CHECK(cudaEventDestroy(begin));
+  LAZYSCOPE_CUDA_CHECK(cudaEventDestroy(end));
+  return t;
+}
+
+// Median wall and GPU times of three untraced prompts.
+PromptTime untraced(cuda::CudaBackend& backend, int tokens, int vocab) {
+  std::vector<double> walls, gpus;
+  for (int r = 0; r < 3; ++r) {
+    const PromptTime t = timed_prompt(backend, tokens, vocab);
+    walls.push_back(t.wall_ms);
+    gpus.push_back(t.gpu_ms);
+  }
+  std::sort(walls.begin(), walls.end());
+  std::sort(gpus.begin(), gpus.end());
+  return PromptTime{walls[1], gpus[1]};
+}
+
+// cuBLAS names run to a hundred characters; the head and tail say which kernel it is.
+std::string shortened(const std::string& name) {
+  if (name.size() <= 72) return name;
+  return name.substr(0, 40) + "…" + name.substr(name.size() - 28);
+}
+
+}  // namespace
+
+PromptProfile measure_prompt_profile(const std::string& model, int tokens) {
+  const ModelShape shape = synthetic_shape(model);
+  cuda::CudaBackend backend;
+  backend.load_synthetic(shape, 1);
+  backend.allocate_pool((tokens + 15) / 16 + 8, 16);
+  PromptProfile result;
+  timed_prompt(backend, tokens, shape.vocab_size);  // warm-up (cuBLAS heuristics, workspaces)
+  const PromptTime before = untraced(backend, tokens, shape.vocab_size);
+  result.untraced_wall_ms = before.wall_ms;
+  result.untraced_gpu_ms = before.gpu_ms;
+
+  DeviceActivity activity;
+  {
+    std::string why;
+    DeviceTraceOptions options;
+    options.api_calls = false;
+    std::unique_ptr<DeviceTracer> tracer = make_device_tracer(options, &why);
+    if (!tracer) throw std::runtime_error("--prompt-profile: no device trace: " + why);
+    timed_prompt(backend, tokens, shape.vocab_size);  // warm-up under the tracer
+    tracer->drain();
+    const PromptTime traced = timed_prompt(backend, tokens, shape.vocab_size);
+    result.traced_wall_ms = traced.wall_ms;
+    result.traced_gpu_ms = traced.gpu_ms;
+    activity = tracer->drain();
+  }
+  const PromptTime after = untraced(backend, tokens, shape.vocab_size);  // the tracer gone (CUPTI detached)
+  result.after_wall_ms = after.wall_ms;
+  result.after_gpu_ms = after.gpu_ms;
+  result.dropped = activity.dropped_records;
+  if (activity.kernels.empty()) throw std::runtime_error("--prompt-profile: the trace holds no kernel");
+
+  std::vector<KernelRecord> kernels = activity.kernels;
+  std::sort(kernels.begin(), kernels.end(), [](const KernelRecord& a, const KernelRecord& b) { return a.start_ns < b.start_ns; });
+  result.kernels = int(kernels.size());
+  result.gpu_span_ms = double(kernels.back().end_ns - kernels.front().start_ns) * 1e-6;
+  std::map<std::tuple<std::string, std::string>, PromptKernelGroup> groups;
+  int64_t covered_until = kernels.front().start_ns, idle_ns = 0;
+  for (const KernelRecord& k : kernels) {
+    if (k.start_ns > covered_until) idle_ns += k.start_ns - covered_until;  // kernels may overlap (PDL)
+    covered_until = std::max(covered_until, k.end_ns);
+    const double us = double(k.end_ns - k.start_ns) * 1e-3;
+    result.kernel_ms += us * 1e-3;
+    const std::string grid = std::to_string(k.grid[0]) + "×" + std::to_string(k.grid[1]) + "×" + std::to_string(k.grid[2]);
+    PromptKernelGroup& g = groups[{kernel_names(k.mangled_name).display, grid}];
+    g.name = shortened(kernel_names(k.mangled_name).display);
+    g.grid = grid;
+    ++g.launches;
+    g.total_us += us;
+  }
+  result.idle_ms = double(idle_ns) * 1e-6;
+  for (auto& [key, g] : groups) result.groups.push_back(g);
+  std::sort(result.groups.begin(), result.groups.end(),
+            [](const PromptKernelGroup& a, const PromptKernelGroup& b) { return a.total_us > b.total_us; });
+  return result;
+}
+
+}  // namespace lazyscope::bench
