@@ -3,6 +3,9 @@
 // the warp-specialised kernel (attention_prefill_ws.cuh, the default) and the shared body's
 // two-CTA wgmma build (attention_prefill_kernel.cuh). attention_prefill.cu launches them on
 // compute capability 9.0 when the build holds them.
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
 #include "kernels/cuda/attention_prefill_kernel.cuh"
 #include "kernels/cuda/attention_prefill_ws.cuh"
 #include "kernels/cuda/check.h"
@@ -31,15 +34,62 @@ void launch_wgmma(const PrefillParams& p, cudaStream_t stream) {
   LAZYSCOPE_CUDA_LAUNCH_CHECK();
 }
 
-template <int D, bool LAZY>
-void launch_ws(const PrefillParams& p, cudaStream_t stream) {
+// The driver's tensor-map encoder, looked up once through the runtime (no link to libcuda).
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* function = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &function, 12000, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      function = nullptr;
+    }
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(function);
+  }();
+  return encode;
+}
+
+// Lazy: q_rotated [shift][token][head][dim] as a 4-D tensor whose box is one 64-dim half of a
+// CTA's 128 query rows (128 / G tokens x the G heads of its KV head), 128-byte swizzled like the
+// query buffers; tokens past n read as zeros. False (the kernel then copies the query with
+// cp.async) where G does not divide 128 or the driver has no encoder.
+bool ws_query_map(const PrefillParams& p, CUtensorMap* map) {
+  const int group = p.num_heads / p.num_kv_heads;
+  PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
+  if (!p.lazy || p.q_rotated == nullptr || kWsRows % group != 0 || encode == nullptr) return false;
+  const cuuint64_t row_bytes = cuuint64_t(p.num_heads) * p.head_dim * 2;
+  const cuuint64_t dims[4] = {cuuint64_t(p.head_dim), cuuint64_t(p.num_heads), cuuint64_t(p.n),
+                              cuuint64_t(p.num_shifts)};
+  const cuuint64_t strides[3] = {cuuint64_t(p.head_dim) * 2, row_bytes, row_bytes * cuuint64_t(p.n)};
+  const cuuint32_t box[4] = {64, cuuint32_t(group), cuuint32_t(kWsRows / group), 1};
+  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
+  return encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, p.q_rotated, dims, strides, box, element_strides,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+template <int D, bool LAZY, bool QMAP>
+void launch_ws(const PrefillParams& p, const CUtensorMap& q_map, cudaStream_t stream) {
   constexpr int kSmem = ws_smem_bytes<D, LAZY>();
   static bool configured = false;
-  allow_smem(prefill_kernel_ws<D, LAZY>, kSmem, configured);
+  allow_smem(prefill_kernel_ws<D, LAZY, QMAP>, kSmem, configured);
   const int rows = p.n * (p.num_heads / p.num_kv_heads);
   dim3 grid((rows + kWsRows - 1) / kWsRows, p.num_kv_heads, p.num_splits);
-  prefill_kernel_ws<D, LAZY><<<grid, kWsThreads, kSmem, stream>>>(p);
+  prefill_kernel_ws<D, LAZY, QMAP><<<grid, kWsThreads, kSmem, stream>>>(p, q_map);
   LAZYSCOPE_CUDA_LAUNCH_CHECK();
+}
+
+template <int D>
+void launch_ws(const PrefillParams& p, cudaStream_t stream) {
+  CUtensorMap q_map{};
+  if (!p.lazy) {
+    launch_ws<D, false, false>(p, q_map, stream);
+  } else if (ws_query_map(p, &q_map)) {
+    launch_ws<D, true, true>(p, q_map, stream);
+  } else {
+    launch_ws<D, true, false>(p, q_map, stream);
+  }
 }
 
 template <int D>
@@ -47,7 +97,7 @@ void launch(const PrefillParams& p, cudaStream_t stream) {
   if (p.kernel == PrefillParams::Kernel::Wgmma) {
     p.lazy ? launch_wgmma<D, true>(p, stream) : launch_wgmma<D, false>(p, stream);
   } else {
-    p.lazy ? launch_ws<D, true>(p, stream) : launch_ws<D, false>(p, stream);
+    launch_ws<D>(p, stream);
   }
 }
 
