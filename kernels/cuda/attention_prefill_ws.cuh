@@ -349,7 +349,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
           // The whole query through the tensor memory accelerator, issued by thread 0, so the K/V
           // copies keep the producer's issue slots (a query through cp.async took ~35 instructions
           // a 16-byte copy; 512-token RAG shape, lazy over plain: +7.3-7.5 % -> +5.6-5.7 %, H100).
-          // In kQPieces boxes, one after each step, it was slower (+7.0-7.1 %).
+          // In eight boxes, one after each step, it was slower (+7.0-7.1 %).
           if (t == 0) {
             if (query_loads > 0) mbar_wait(q_empty, (query_loads - 1) & 1);
             __nv_bfloat16* dst = q_s + ((query_loads + 1) & 1) * kQTile;
