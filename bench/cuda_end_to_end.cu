@@ -122,6 +122,29 @@ void print_prompt_profile(const std::string& model, int tokens) {
   std::fflush(stdout);
 }
 
+void print_step_profile(const bench::PromptProfile& p, const std::string& title, double tokens) {
+  std::printf("\n## %s\n\n", title.c_str());
+  std::printf("| run | wall ms | tok/s | GPU-event ms |\n|---|---:|---:|---:|\n");
+  const double walls[3] = {p.untraced_wall_ms, p.traced_wall_ms, p.after_wall_ms};
+  const double gpus[3] = {p.untraced_gpu_ms, p.traced_gpu_ms, p.after_gpu_ms};
+  const char* runs[3] = {"untraced, before the tracer (median of 3)", "traced", "untraced, after the tracer (median of 3)"};
+  for (int r = 0; r < 3; ++r) {
+    std::printf("| %s | %.3f | %.0f | %.3f |\n", runs[r], walls[r], tokens / (walls[r] * 1e-3), gpus[r]);
+  }
+  std::printf("\ntraced step: GPU span %.1f µs; kernels %d, their sum %.1f µs; no kernel running %.1f µs of the span\n\n",
+              p.gpu_span_ms * 1e3, p.kernels, p.kernel_ms * 1e3, p.idle_ms * 1e3);
+  std::printf("| kernel | grid | launches | total µs | µs a launch | %% of span |\n|---|---|---:|---:|---:|---:|\n");
+  for (const bench::PromptKernelGroup& g : p.groups) {
+    std::printf("| %s | %s | %d | %.1f | %.2f | %.1f %% |\n", g.name.c_str(), g.grid.c_str(), g.launches, g.total_us,
+                g.total_us / g.launches, 100.0 * g.total_us * 1e-3 / p.gpu_span_ms);
+  }
+  std::printf("\nthe step's first kernels (µs from its first kernel's start):\n\n| kernel | start | end | length |\n|---|---:|---:|---:|\n");
+  for (const bench::PromptKernelSpan& k : p.first) {
+    std::printf("| %s | %.2f | %.2f | %.2f |\n", k.name.c_str(), k.start_us, k.end_us, k.end_us - k.start_us);
+  }
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -149,6 +172,35 @@ int main(int argc, char** argv) {
         return 2;
       }
       print_prompt_profile(model, tokens);
+      return 0;
+    }
+    if (argc > 1 && std::strcmp(argv[1], "--decode-profile") == 0) {
+      const std::string model = argc > 2 ? argv[2] : "llama-3.2-1b";
+      const int context = argc > 3 ? std::atoi(argv[3]) : 2048;
+      if (context < 16 || context > 32768) {
+        std::fprintf(stderr, "bench_cuda_end_to_end: --decode-profile MODEL CONTEXT: expected 16..32768 tokens\n");
+        return 2;
+      }
+      for (bool layer : {false, true}) {
+        print_step_profile(bench::measure_decode_profile(model, context, layer),
+                           "Decode step of " + model + " after " + std::to_string(context) + " tokens, " +
+                               (layer ? "persistent layer kernel" : "GEMV launches") + ", under the CUPTI tracer",
+                           1.0);
+      }
+      return 0;
+    }
+    if (argc > 1 && std::strcmp(argv[1], "--layer-kernel") == 0) {
+      const double copy = copy_gbs;
+      for (const char* model : {"llama-3.2-1b", "llama-3.1-8b"}) {
+        const std::vector<bench::LayerKernelRow> rows = bench::measure_layer_kernel(model);
+        std::printf("\n## %s: a decode layer's dense part alone (%.1f MB of weights), 64 layers back to back\n\n",
+                    model, rows.empty() ? 0.0 : rows[0].weight_mb);
+        std::printf("| launches | µs a layer | GB/s | %% of copy |\n|---|---:|---:|---:|\n");
+        for (const bench::LayerKernelRow& r : rows) {
+          std::printf("| %s | %.1f | %.0f | %.0f %% |\n", r.name.c_str(), r.us, r.gbs, 100.0 * r.gbs / copy);
+        }
+        std::fflush(stdout);
+      }
       return 0;
     }
     if (argc > 1 && std::strcmp(argv[1], "--ttft") == 0) {

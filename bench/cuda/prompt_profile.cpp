@@ -1,6 +1,7 @@
 // The prompt step under the CUPTI tracer: which kernels its time goes to, and how much of the
 // GPU span no kernel runs (bench_cuda_end_to_end --prompt-profile).
 #include <algorithm>
+#include <functional>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -28,14 +29,17 @@ struct PromptTime {
   double gpu_ms = 0;   // events on the backend's stream around the same work
 };
 
-PromptTime timed_prompt(cuda::CudaBackend& backend, int tokens, int vocab) {
+// The step being profiled: a prompt of n tokens, or one decode token after a prompt.
+using StepFn = std::function<void()>;
+
+PromptTime timed_step(cuda::CudaBackend& backend, const StepFn& step) {
   cudaEvent_t begin, end;
   LAZYSCOPE_CUDA_CHECK(cudaEventCreate(&begin));
   LAZYSCOPE_CUDA_CHECK(cudaEventCreate(&end));
   backend.synchronize();
   const auto start = Clock::now();
   LAZYSCOPE_CUDA_CHECK(cudaEventRecord(begin, backend.stream()));
-  run_segment(backend, tokens, 0, 0, {}, false, true, nullptr, 1, vocab);
+  step();
   PromptTime t;
   t.wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   LAZYSCOPE_CUDA_CHECK(cudaEventRecord(end, backend.stream()));  // the step has synchronised
@@ -49,10 +53,10 @@ PromptTime timed_prompt(cuda::CudaBackend& backend, int tokens, int vocab) {
 }
 
 // Median wall and GPU times of three untraced prompts.
-PromptTime untraced(cuda::CudaBackend& backend, int tokens, int vocab) {
+PromptTime untraced(cuda::CudaBackend& backend, const StepFn& step) {
   std::vector<double> walls, gpus;
   for (int r = 0; r < 3; ++r) {
-    const PromptTime t = timed_prompt(backend, tokens, vocab);
+    const PromptTime t = timed_step(backend, step);
     walls.push_back(t.wall_ms);
     gpus.push_back(t.gpu_ms);
   }
@@ -67,16 +71,10 @@ std::string shortened(const std::string& name) {
   return name.substr(0, 40) + "…" + name.substr(name.size() - 28);
 }
 
-}  // namespace
-
-PromptProfile measure_prompt_profile(const std::string& model, int tokens) {
-  const ModelShape shape = synthetic_shape(model);
-  cuda::CudaBackend backend;
-  backend.load_synthetic(shape, 1);
-  backend.allocate_pool((tokens + 15) / 16 + 8, 16);
+PromptProfile profile_step(cuda::CudaBackend& backend, const StepFn& step, const char* what) {
   PromptProfile result;
-  timed_prompt(backend, tokens, shape.vocab_size);  // warm-up (cuBLAS heuristics, workspaces)
-  const PromptTime before = untraced(backend, tokens, shape.vocab_size);
+  timed_step(backend, step);  // warm-up (cuBLAS heuristics, workspaces, graphs)
+  const PromptTime before = untraced(backend, step);
   result.untraced_wall_ms = before.wall_ms;
   result.untraced_gpu_ms = before.gpu_ms;
 
@@ -86,20 +84,19 @@ PromptProfile measure_prompt_profile(const std::string& model, int tokens) {
     DeviceTraceOptions options;
     options.api_calls = false;
     std::unique_ptr<DeviceTracer> tracer = make_device_tracer(options, &why);
-    if (!tracer) throw std::runtime_error("--prompt-profile: no device trace: " + why);
-    timed_prompt(backend, tokens, shape.vocab_size);  // warm-up under the tracer
+    if (!tracer) throw std::runtime_error(std::string(what) + ": no device trace: " + why);
+    timed_step(backend, step);  // warm-up under the tracer
     tracer->drain();
-    const PromptTime traced = timed_prompt(backend, tokens, shape.vocab_size);
+    const PromptTime traced = timed_step(backend, step);
     result.traced_wall_ms = traced.wall_ms;
     result.traced_gpu_ms = traced.gpu_ms;
     activity = tracer->drain();
   }
-  const PromptTime after = untraced(backend, tokens, shape.vocab_size);  // the tracer gone (CUPTI detached)
+  const PromptTime after = untraced(backend, step);  // the tracer gone (CUPTI detached)
   result.after_wall_ms = after.wall_ms;
   result.after_gpu_ms = after.gpu_ms;
   result.dropped = activity.dropped_records;
-  if (activity.kernels.empty()) throw std::runtime_error("--prompt-profile: the trace holds no kernel");
-
+  if (activity.kernels.empty()) throw std::runtime_error(std::string(what) + ": the trace holds no kernel");
   std::vector<KernelRecord> kernels = activity.kernels;
   std::sort(kernels.begin(), kernels.end(), [](const KernelRecord& a, const KernelRecord& b) { return a.start_ns < b.start_ns; });
   result.kernels = int(kernels.size());
@@ -122,7 +119,41 @@ PromptProfile measure_prompt_profile(const std::string& model, int tokens) {
   for (auto& [key, g] : groups) result.groups.push_back(g);
   std::sort(result.groups.begin(), result.groups.end(),
             [](const PromptKernelGroup& a, const PromptKernelGroup& b) { return a.total_us > b.total_us; });
+  for (std::size_t i = 0; i < kernels.size() && i < 16; ++i) {  // the step's first kernels, as they ran
+    const KernelRecord& k = kernels[i];
+    result.first.push_back(PromptKernelSpan{shortened(kernel_names(k.mangled_name).display),
+                                            double(k.start_ns - kernels.front().start_ns) * 1e-3,
+                                            double(k.end_ns - kernels.front().start_ns) * 1e-3});
+  }
   return result;
+}
+
+}  // namespace
+
+PromptProfile measure_prompt_profile(const std::string& model, int tokens) {
+  const ModelShape shape = synthetic_shape(model);
+  cuda::CudaBackend backend;
+  backend.load_synthetic(shape, 1);
+  backend.allocate_pool((tokens + 15) / 16 + 8, 16);
+  return profile_step(
+      backend, [&] { run_segment(backend, tokens, 0, 0, {}, false, true, nullptr, 1, shape.vocab_size); },
+      "--prompt-profile");
+}
+
+PromptProfile measure_decode_profile(const std::string& model, int context, bool layer_kernel) {
+  const ModelShape shape = synthetic_shape(model);
+  cuda::CudaTuning tuning;
+  tuning.decode_layer_kernel = layer_kernel;
+  cuda::CudaBackend backend(tuning);
+  backend.load_synthetic(shape, 1);
+  const int prompt_blocks = (context + 15) / 16;
+  backend.allocate_pool(prompt_blocks + 8, 16);
+  std::vector<BlockRef> table;
+  run_segment(backend, context, 0, 0, {}, false, false, &table, 1, shape.vocab_size);
+  // One token at position `context` into the block after the prompt's, again and again (the same slot).
+  return profile_step(
+      backend, [&] { run_segment(backend, 1, context, prompt_blocks, table, false, true, nullptr, 2, shape.vocab_size); },
+      "--decode-profile");
 }
 
 }  // namespace lazyscope::bench

@@ -215,7 +215,18 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
     return t;
   };
   const Variant all_variants[] = {
-      {"without PDL (GEMVs launched plainly)", with([](CudaTuning& t) { t.programmatic_gemv = false; })},
+      {"the persistent layer kernel (2 launches a layer: it and attention), 4 weight stages",
+       with([](CudaTuning& t) { t.decode_layer_kernel = true; })},
+      {"the layer kernel with 2 weight stages", with([](CudaTuning& t) {
+         t.decode_layer_kernel = true;
+         t.decode_layer_stages = 2;
+       })},
+      {"the layer kernel with 6 weight stages", with([](CudaTuning& t) {
+         t.decode_layer_kernel = true;
+         t.decode_layer_stages = 6;
+       })},
+      {"without PDL (GEMVs launched plainly)",
+       with([](CudaTuning& t) { t.programmatic_gemv = false; })},
       {"without kv_write in the wqkv GEMV", with([](CudaTuning& t) { t.fused_kv_write = false; })},
       {"run 1 step: RMSNorm / SwiGLU / kv_write as launches of their own, no PDL, no split cap",
        with([](CudaTuning& t) {

@@ -103,6 +103,10 @@ struct PromptKernelGroup {
   int launches = 0;
   double total_us = 0;
 };
+struct PromptKernelSpan {
+  std::string name;
+  double start_us = 0, end_us = 0;  // from the step's first kernel start
+};
 struct PromptProfile {
   // Wall: synchronised start to the logits on the host; GPU: events around the same work.
   double untraced_wall_ms = 0, untraced_gpu_ms = 0;  // median of three, before the tracer
@@ -114,7 +118,21 @@ struct PromptProfile {
   int kernels = 0;
   uint64_t dropped = 0;
   std::vector<PromptKernelGroup> groups;  // largest total first
+  std::vector<PromptKernelSpan> first;    // the traced step's first kernels in start order
 };
 PromptProfile measure_prompt_profile(const std::string& model, int tokens);
+// The same for one batch-1 decode token after a prompt of `context` tokens (CUDA graphs on), with
+// the persistent layer kernel or the GEMV launches.
+PromptProfile measure_decode_profile(const std::string& model, int context, bool layer_kernel);
+
+// The dense part of a batch-1 decode layer (everything but attention, plus the next layer's wqkv)
+// alone, back to back over distinct weights: the GEMV launches and the persistent layer kernel.
+struct LayerKernelRow {
+  std::string name;
+  double us = 0;         // GPU time a layer (median)
+  double gbs = 0;        // weight bytes a layer / us
+  double weight_mb = 0;  // weight bytes a layer
+};
+std::vector<LayerKernelRow> measure_layer_kernel(const std::string& model);
 
 }  // namespace lazyscope::bench

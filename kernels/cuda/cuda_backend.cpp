@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "kernels/cuda/attention_plan.h"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/decode_layer.h"
 #include "kernels/cuda/ops.h"
 #include "kernels/cuda_entry.h"
 #include "kernels/rope.h"
@@ -36,6 +37,10 @@ void check_tuning(const CudaTuning& tuning) {
   if (tuning.gemv_prefetch_steps < 0 || tuning.gemv_prefetch_steps > 64) {
     throw Error("cuda backend: gemv_prefetch_steps " + std::to_string(tuning.gemv_prefetch_steps) +
                 " is out of range (0..64)");
+  }
+  if (tuning.decode_layer_stages < 2 || tuning.decode_layer_stages > 8) {
+    throw Error("cuda backend: decode_layer_stages " + std::to_string(tuning.decode_layer_stages) +
+                " is out of range (2..8)");
   }
   if (tuning.attention_l2_prefetch_mib < 0 || tuning.attention_l2_prefetch_mib > 48) {
     throw Error("cuda backend: attention_l2_prefetch_mib " + std::to_string(tuning.attention_l2_prefetch_mib) +
@@ -145,6 +150,9 @@ void CudaBackend::allocate_weights(const ModelShape& model) {
   LAZYSCOPE_CUDA_CHECK(cudaMemset(gemv_counters_.as<void>(), 0, gemv_counters_.bytes()));
   gemv_.workspace = GemvWorkspace{gemv_partial_.as<float>(), need.partial_floats, gemv_counters_.as<unsigned>(),
                                   need.num_counters};
+  layer_sync_.resize(sizeof(unsigned long long));
+  LAZYSCOPE_CUDA_CHECK(cudaMemset(layer_sync_.as<void>(), 0, layer_sync_.bytes()));
+  choose_decode_layer();
   const std::vector<float> inv = rope_inv_freq(shape.rope, shape.head_dim);
   inv_freq_.resize(inv.size() * sizeof(float));
   upload_f32(inv_freq_, inv.data(), inv.size());
@@ -257,6 +265,18 @@ void CudaBackend::set_tuning(const CudaTuning& tuning) {
   tuning_ = tuning;
   gemv_.programmatic = tuning.programmatic_gemv;
   gemv_.prefetch_steps = tuning.gemv_prefetch_steps;
+  choose_decode_layer();
+}
+
+void CudaBackend::choose_decode_layer() {
+  decode_layer_ok_ = false;
+  if (!tuning_.decode_layer_kernel || !tuning_.fused_decode || !tuning_.fused_kv_write || !gemv_ok_ || sharded() ||
+      layers_.empty()) {
+    return;
+  }
+  decode_layer_ok_ = decode_layer_unsupported(shape_.hidden_size, shape_.intermediate_size, shape_.q_dim(),
+                                              shape_.kv_dim(), shape_.head_dim, tuning_.decode_layer_stages)
+                         .empty();
 }
 
 void CudaBackend::drop_graphs() {

@@ -59,6 +59,8 @@ class CudaBackend final : public Backend {
   const CudaTuning& tuning() const { return tuning_; }
   void set_tuning(const CudaTuning& tuning);
   int graph_captures() const { return graph_captures_; }  // graphs instantiated so far
+  // Whether batch-1 decode steps take the persistent layer kernel (tuning, shape and device allow it).
+  bool decode_layer_active() const { return decode_layer_ok_; }
   int graph_replays() const { return graph_replays_; }    // steps run from a graph
 
   // Tensor parallelism (tensor_parallel_backend.h runs one such rank per GPU), before load: this
@@ -167,6 +169,10 @@ class CudaBackend final : public Backend {
   std::map<std::tuple<int, int, bool, int>, cudaGraphExec_t> graphs_;
   DeviceBuffer cublas_workspace_;  // cuBLAS's workspace, ours so that graph capture never allocates
   bool gemv_ok_ = false;  // every decode GEMM can take the GEMV path (hidden, q and mlp widths % 8)
+  // Batch-1 decode steps run a layer's dense part as one persistent kernel (decode_layer.h).
+  bool decode_layer_ok_ = false;
+  DeviceBuffer layer_sync_;  // its grid barrier
+  void choose_decode_layer();
   int graph_captures_ = 0, graph_replays_ = 0;
   bool eager_next_decode_ = false;  // next_decode_without_graph()
 };

@@ -9,6 +9,7 @@
 #include "kernels/cuda/attention_plan.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/decode_layer.h"
 #include "kernels/cuda/ops.h"
 #include "kernels/cuda/tool_switches.h"
 
@@ -156,28 +157,34 @@ void CudaBackend::enqueue_decode(const DecodeMeta& meta, int batch, int splits, 
   const int64_t qkv_stride = Q + 2 * K;
   // The folded GEMVs take one input row: a batch runs the separate ops and cuBLAS GEMMs.
   const bool fused = tuning_.fused_decode && gemv_ok_ && batch == 1;
+  // Batch 1: after layer 0's wqkv GEMV, each layer's persistent kernel also computes the next
+  // layer's q / K / V, so only attention launches between them.
+  const bool layer_kernel = fused && decode_layer_ok_;
+  auto qkv_output = [&](int l) {
+    QkvRopeOutput qo;
+    qo.q = qkv;
+    qo.k_pool = k_pool_.as<bf16_bits>() + l * layer_pool_elements();
+    qo.v_pool = v_pool_.as<bf16_bits>() + l * layer_pool_elements();
+    qo.positions = meta.positions;
+    qo.slots = meta.slots;
+    qo.inv_freq = inv_freq_.as<float>();
+    qo.q_dim = Q;
+    qo.kv_dim = K;
+    qo.head_dim = D;
+    qo.num_kv_heads = shape_.num_kv_heads;
+    qo.block_size = block_size_;
+    qo.rotate_q = !lazy;
+    return qo;
+  };
   embed_tokens(meta.tokens, batch, x);
   for (int l = 0; l < shape_.num_layers; ++l) {
     const LayerWeights& w = layers_[l];
     bf16_bits* k_pool = k_pool_.as<bf16_bits>() + l * layer_pool_elements();
     bf16_bits* v_pool = v_pool_.as<bf16_bits>() + l * layer_pool_elements();
-    bool kv_written = false;
-    if (fused && tuning_.fused_kv_write) {
-      QkvRopeOutput qo;
-      qo.q = qkv;
-      qo.k_pool = k_pool;
-      qo.v_pool = v_pool;
-      qo.positions = meta.positions;
-      qo.slots = meta.slots;
-      qo.inv_freq = inv_freq_.as<float>();
-      qo.q_dim = Q;
-      qo.kv_dim = K;
-      qo.head_dim = D;
-      qo.num_kv_heads = shape_.num_kv_heads;
-      qo.block_size = block_size_;
-      qo.rotate_q = !lazy;
+    bool kv_written = layer_kernel && l > 0;  // by the previous layer's kernel
+    if (!kv_written && fused && tuning_.fused_kv_write) {
       kv_written = gemv_rmsnorm_qkv_rope(x, w.attn_norm.as<float>(), shape_.rms_norm_eps, w.wqkv.as<bf16_bits>(), H,
-                                         qo, stream_, gemv_);
+                                         qkv_output(l), stream_, gemv_);
     }
     if (!kv_written && fused) {
       gemv_rmsnorm_bf16(x, w.attn_norm.as<float>(), shape_.rms_norm_eps, w.wqkv.as<bf16_bits>(), Q + 2 * K, H, qkv,
@@ -235,6 +242,31 @@ void CudaBackend::enqueue_decode(const DecodeMeta& meta, int batch, int splits, 
       ap.l2_prefetch_bytes[1] = std::min(budget, w.w_gate_up.bytes());
     }
     decode_attention(ap, stream_);
+    if (layer_kernel) {
+      DecodeLayerParams lp;
+      lp.attn = attn;
+      lp.x = x;
+      lp.wo = w.wo.as<bf16_bits>();
+      lp.mlp_norm = w.mlp_norm.as<float>();
+      lp.w_gate_up = w.w_gate_up.as<bf16_bits>();
+      lp.w_down = w.w_down.as<bf16_bits>();
+      lp.act = act_.as<bf16_bits>();
+      if (l + 1 < shape_.num_layers) {
+        lp.next_attn_norm = layers_[l + 1].attn_norm.as<float>();
+        lp.next_wqkv = layers_[l + 1].wqkv.as<bf16_bits>();
+        lp.next_qkv = qkv_output(l + 1);
+      }
+      lp.hidden = H;
+      lp.inter = I;
+      lp.q_dim = Q;
+      lp.eps = shape_.rms_norm_eps;
+      lp.grid_sync = layer_sync_.as<unsigned long long>();
+      DecodeLayerLaunch launch;
+      launch.stages = tuning_.decode_layer_stages;
+      launch.programmatic = tuning_.programmatic_gemv;
+      decode_layer(lp, launch, stream_);
+      continue;
+    }
     gemm(attn, w.wo.as<bf16_bits>(), batch, H, Q, x, true, owns_residual());  // x += attn @ wo^T
     reduce_residual(x, batch);
     if (fused) {

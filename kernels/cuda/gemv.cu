@@ -11,6 +11,7 @@
 #include "kernels/cuda/device_util.cuh"
 #include "kernels/cuda/gemv.h"
 #include "kernels/cuda/ops.h"
+#include "kernels/cuda/qkv_epilogue.cuh"
 #include "kernels/cuda/tool_switches.h"
 
 namespace lazyscope::cuda {
@@ -94,7 +95,8 @@ __device__ __forceinline__ void gemv_stage_input(const GemvInput& in, int cols, 
 
 // The wqkv GEMV's epilogue (QKV = true): a warp owns a RoPE pair of rows (dims i and i + D/2 of
 // one q or k head), so it rotates and stores them itself; V rows go straight to the pool. Same
-// arithmetic as kv_write on the bf16-rounded projections, so the kv_write launch disappears.
+// arithmetic as kv_write on the bf16-rounded projections (qkv_epilogue.cuh), so the kv_write
+// launch disappears.
 __device__ __forceinline__ void qkv_rows(int block, int warp, const QkvRopeOutput& o, int rows[2]) {
   const int rope_blocks = (o.q_dim + o.kv_dim) / 16;
   if (block < rope_blocks) {
@@ -105,42 +107,6 @@ __device__ __forceinline__ void qkv_rows(int block, int warp, const QkvRopeOutpu
   } else {
     rows[0] = block * 16 + 2 * warp;
     rows[1] = rows[0] + 1;
-  }
-}
-
-__device__ __forceinline__ void qkv_epilogue(const QkvRopeOutput& o, const int rows[2], const float value[2]) {
-  const int D = o.head_dim, half = D / 2;
-  const int slot = o.slots[0];
-  const int64_t slot_base = (int64_t(slot / o.block_size) * o.num_kv_heads) * o.block_size + slot % o.block_size;
-  auto pool_at = [&](int head, int dim) { return (slot_base + int64_t(head) * o.block_size) * D + dim; };
-  __nv_bfloat16* q = reinterpret_cast<__nv_bfloat16*>(o.q);
-  if (rows[0] >= o.q_dim + o.kv_dim) {
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int d = rows[r] - o.q_dim - o.kv_dim;
-      reinterpret_cast<__nv_bfloat16*>(o.v_pool)[pool_at(d / D, d % D)] = __float2bfloat16(value[r]);
-    }
-    return;
-  }
-  const bool is_q = rows[0] < o.q_dim;
-  if (is_q && !o.rotate_q) {  // lazy decode rotates the raw query itself
-    q[rows[0]] = __float2bfloat16(value[0]);
-    q[rows[1]] = __float2bfloat16(value[1]);
-    return;
-  }
-  const int local = is_q ? rows[0] : rows[0] - o.q_dim;
-  const int head = local / D, i = local % D;
-  const float a = __bfloat162float(__float2bfloat16(value[0])), b = __bfloat162float(__float2bfloat16(value[1]));
-  float c, s;
-  detail::rope_cos_sin(o.positions[0], o.inv_freq[i], &c, &s);
-  const __nv_bfloat16 lo = __float2bfloat16(a * c - b * s), hi = __float2bfloat16(b * c + a * s);
-  if (is_q) {
-    q[rows[0]] = lo;
-    q[rows[1]] = hi;
-  } else {
-    __nv_bfloat16* k_pool = reinterpret_cast<__nv_bfloat16*>(o.k_pool);
-    k_pool[pool_at(head, i)] = lo;
-    k_pool[pool_at(head, i + half)] = hi;
   }
 }
 
@@ -254,7 +220,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 2)
   if (splits == 1) {
     if (lane == 0) {
       if constexpr (QKV) {
-        qkv_epilogue(qkv, row_of, sum);
+        detail::qkv_epilogue(qkv, row_of, sum);
       } else {
 #pragma unroll
         for (int r = 0; r < ROWS; ++r) {
@@ -286,7 +252,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 2)
         total[0] += __ldcg(partial + int64_t(s) * rows + pair[0]);
         total[1] += __ldcg(partial + int64_t(s) * rows + pair[1]);
       }
-      qkv_epilogue(qkv, pair, total);
+      detail::qkv_epilogue(qkv, pair, total);
     }
     if (threadIdx.x == 0) counters[blockIdx.x] = 0;
     return;

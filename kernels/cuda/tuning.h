@@ -23,6 +23,14 @@ struct CudaTuning {
   // Batch 1: the attention kernel, latency-bound there, bulk-prefetches into L2 the first this
   // many MiB of the layer's wo weights and then its w_gate_up, which the next GEMVs read (0: off; 0..48).
   int attention_l2_prefetch_mib = 16;
+  // Batch 1, with fused_decode and fused_kv_write: everything of a layer after its attention, and
+  // the next layer's wqkv, in one persistent kernel (decode_layer.h) that streams the weights
+  // through shared memory across its grid barriers (Hopper and newer; elsewhere the GEMVs).
+  // Off by default: on the H100 it is still slower than the GEMV launches for Llama-3.2-1B
+  // (bench/cuda/NOTES.md, session 12).
+  bool decode_layer_kernel = false;
+  // Its 32 KB weight stages a CTA (2..8).
+  int decode_layer_stages = 4;
   // Prompt steps take the warp-specialised wgmma attention kernel where the GPU and the build have
   // it (compute capability 9.0, sm_90a code; head_dim 64 / 128); false: mma.sync everywhere.
   bool prefill_wgmma = true;

@@ -273,7 +273,8 @@ TEST_P(BackendTest, FusedKvWriteMatchesSeparateKvWrite) {
   LAZYSCOPE_REQUIRE_GPU();
   const ModelShape shape = GetParam().shape;
   HostWeights w = random_weights(shape, 29);
-  CudaBackend fused, separate(tuned([](CudaTuning& t) {
+  // The layer kernel stores q / K / V itself (DecodeLayerKernelMatchesGemvLaunches): off here.
+  CudaBackend fused(tuned([](CudaTuning& t) { t.decode_layer_kernel = false; })), separate(tuned([](CudaTuning& t) {
     t.fused_kv_write = false;
     t.graphs = false;
   }));
@@ -306,6 +307,47 @@ TEST_P(BackendTest, FusedKvWriteMatchesSeparateKvWrite) {
     a = download_pool(fused.v_pool(layer), count);
     b = download_pool(separate.v_pool(layer), count);
     EXPECT_LT(relative_error(a, b), 1e-2) << "V pool, layer " << layer;
+  }
+}
+
+// Batch-1 decode through the persistent layer kernel (on Hopper) against the GEMV
+// launches: the same logits within rounding over plain and lazy steps, from graphs, and the same
+// K/V in the pools.
+TEST_P(BackendTest, DecodeLayerKernelMatchesGemvLaunches) {
+  LAZYSCOPE_REQUIRE_GPU();
+  const ModelShape shape = GetParam().shape;
+  HostWeights w = random_weights(shape, 31);
+  CudaBackend layer(tuned([](CudaTuning& t) { t.decode_layer_kernel = true; })),
+      gemvs(tuned([](CudaTuning& t) { t.decode_layer_kernel = false; }));
+  constexpr int kBlock = 16;
+  for (CudaBackend* b : {&layer, &gemvs}) {
+    b->load(shape, w.view);
+    b->allocate_pool(16, kBlock);
+  }
+  EXPECT_FALSE(gemvs.decode_layer_active());
+  if (!layer.decode_layer_active()) GTEST_SKIP() << "the device or shape does not take the layer kernel";
+  const std::vector<int32_t> prompt = random_tokens(29, shape.vocab_size, 73);
+  std::vector<float> layer_logits, gemv_logits;
+  Segment seg = prefill(gemvs, prompt, 0, 0, kBlock, {}, false, &gemv_logits);
+  prefill(layer, prompt, 0, 0, kBlock, {}, false, &layer_logits);
+  std::vector<BlockRef> table = seg.blocks;
+  std::vector<int32_t> tokens, positions, slots;
+  int32_t token = host_argmax(gemv_logits);
+  for (int i = 0; i < 10; ++i) {
+    ForwardStep step = next_step(table, 29 + i, kBlock, token, i % 2 == 1, tokens, positions, slots);
+    step.want_logits = true;
+    layer.forward(step, &layer_logits);
+    gemvs.forward(step, &gemv_logits);
+    // The two sum each row in another order; over steps the K/V they store drift apart by roundings.
+    EXPECT_LT(relative_error(layer_logits, gemv_logits), 1e-2) << "decode step " << i;
+    token = host_argmax(gemv_logits);
+  }
+  for (int l = 0; l < shape.num_layers; ++l) {
+    const std::size_t count = std::size_t(layer.layer_pool_elements());
+    EXPECT_LT(relative_error(download_pool(layer.k_pool(l), count), download_pool(gemvs.k_pool(l), count)), 1e-2)
+        << "K pool, layer " << l;
+    EXPECT_LT(relative_error(download_pool(layer.v_pool(l), count), download_pool(gemvs.v_pool(l), count)), 1e-2)
+        << "V pool, layer " << l;
   }
 }
 
@@ -360,6 +402,15 @@ TEST(CudaBackendTuningTest, RejectsOutOfRangeChoices) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("attention_l2_prefetch_mib"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("0..48"), std::string::npos) << e.what();
+  }
+  for (int stages : {1, 9}) {
+    try {
+      gpu.set_tuning(tuned([&](CudaTuning& t) { t.decode_layer_stages = stages; }));
+      FAIL() << stages << " decode layer stages were accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("decode_layer_stages " + std::to_string(stages)), std::string::npos);
+      EXPECT_NE(std::string(e.what()).find("2..8"), std::string::npos) << e.what();
+    }
   }
   EXPECT_EQ(gpu.tuning().decode_splits_cap, CudaTuning{}.decode_splits_cap);
   EXPECT_EQ(gpu.tuning().gemv_prefetch_steps, 0);

@@ -140,8 +140,12 @@ Outputs run_scenario(Backend& backend, const ModelShape& shape) {
   return out;
 }
 
+// A tensor-parallel rank's residual is all-reduced between a layer's GEMVs, so ranks never take the
+// persistent layer kernel; the plain backend here launches what a rank launches.
 Outputs run_plain(const ModelShape& shape, bool synthetic, const HostWeights* weights) {
-  CudaBackend backend;
+  CudaTuning tuning;
+  tuning.decode_layer_kernel = false;
+  CudaBackend backend(tuning);
   if (synthetic) {
     backend.load_synthetic(shape, 5);
   } else {
