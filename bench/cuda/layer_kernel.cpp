@@ -88,7 +88,9 @@ std::vector<LayerKernelRow> measure_layer_kernel(const std::string& model) {
                      act.as<bf16_bits>());
     gemv_rmsnorm_qkv_rope(x.as<float>(), d.attn_norm.as<float>(), 1e-5f, d.wqkv.as<bf16_bits>(), H, qo, stream, gemv);
   };
-  auto run_layer = [&](int l, int stages, bool programmatic) {
+  DeviceBuffer claims(4);
+  LAZYSCOPE_CUDA_CHECK(cudaMemset(claims.as<void>(), 0, claims.bytes()));
+  auto run_layer = [&](int l, int stages, bool programmatic, bool dynamic, int prefetch_kib) {
     const DenseWeights& d = w[l % layers];
     DecodeLayerParams p;
     p.attn = attn.as<bf16_bits>();
@@ -106,6 +108,10 @@ std::vector<LayerKernelRow> measure_layer_kernel(const std::string& model) {
     p.q_dim = Q;
     p.eps = 1e-5f;
     p.grid_sync = sync.as<unsigned long long>();
+    if (dynamic) p.gate_up_claims = claims.as<unsigned>();
+    p.next_wo = w[(l + 1) % layers].wo.as<bf16_bits>();
+    p.next_gate_up = w[(l + 1) % layers].gate_up.as<bf16_bits>();
+    p.l2_prefetch_bytes = prefetch_kib << 10;
     DecodeLayerLaunch launch;
     launch.stages = stages;
     launch.programmatic = programmatic;
@@ -134,12 +140,18 @@ std::vector<LayerKernelRow> measure_layer_kernel(const std::string& model) {
     rows.push_back(LayerKernelRow{name, us, double(layer_bytes) / (us * 1e-6) / 1e9});
   };
   add("GEMV launches (wo, RMSNorm + gate_up, SwiGLU + down, RMSNorm + wqkv + RoPE), PDL", run_gemvs);
-  for (int stages : {2, 4, 6}) {
-    if (!decode_layer_unsupported(H, I, Q, K, D, stages).empty()) continue;
-    add("layer kernel, " + std::to_string(stages) + " stages, PDL", [&](int l) { run_layer(l, stages, true); });
-  }
-  if (decode_layer_unsupported(H, I, Q, K, D, 4).empty()) {
-    add("layer kernel, 4 stages, plain launch", [&](int l) { run_layer(l, 4, false); });
+  struct Choice {
+    int stages;
+    bool dynamic;
+    int prefetch_kib;
+  };
+  for (const Choice c : {Choice{4, false, 0}, Choice{4, true, 0}, Choice{4, false, 192}, Choice{4, true, 192},
+                         Choice{2, true, 192}, Choice{6, true, 192}, Choice{4, true, 384}}) {
+    if (!decode_layer_unsupported(H, I, Q, K, D, c.stages).empty()) continue;
+    add("layer kernel, " + std::to_string(c.stages) + " stages, gate_up " +
+            (c.dynamic ? "claimed at run time" : "in fixed shares") + ", next layer's L2 prefetch " +
+            std::to_string(c.prefetch_kib) + " KiB a CTA",
+        [&](int l) { run_layer(l, c.stages, true, c.dynamic, c.prefetch_kib); });
   }
   LAZYSCOPE_CUDA_CHECK(cudaEventDestroy(start));
   LAZYSCOPE_CUDA_CHECK(cudaEventDestroy(stop));

@@ -83,6 +83,7 @@ PromptProfile profile_step(cuda::CudaBackend& backend, const StepFn& step, const
     std::string why;
     DeviceTraceOptions options;
     options.api_calls = false;
+    options.kernel_steps = -1;  // a record for every kernel, those a CUDA graph launches too
     std::unique_ptr<DeviceTracer> tracer = make_device_tracer(options, &why);
     if (!tracer) throw std::runtime_error(std::string(what) + ": no device trace: " + why);
     timed_step(backend, step);  // warm-up under the tracer

@@ -215,11 +215,16 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
     return t;
   };
   const Variant all_variants[] = {
-      {"the persistent layer kernel (2 launches a layer: it and attention), 4 weight stages",
+      {"the persistent layer kernel (2 launches a layer: it and attention; 4 weight stages, gate_up in fixed "
+       "shares)",
        with([](CudaTuning& t) { t.decode_layer_kernel = true; })},
-      {"the layer kernel with 2 weight stages", with([](CudaTuning& t) {
+      {"the layer kernel, gate_up claimed at run time", with([](CudaTuning& t) {
          t.decode_layer_kernel = true;
-         t.decode_layer_stages = 2;
+         t.decode_layer_dynamic_gate_up = true;
+       })},
+      {"the layer kernel, 192 KiB a CTA of the next layer prefetched into L2", with([](CudaTuning& t) {
+         t.decode_layer_kernel = true;
+         t.decode_layer_l2_prefetch_kib = 192;
        })},
       {"the layer kernel with 6 weight stages", with([](CudaTuning& t) {
          t.decode_layer_kernel = true;

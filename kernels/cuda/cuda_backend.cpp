@@ -42,6 +42,10 @@ void check_tuning(const CudaTuning& tuning) {
     throw Error("cuda backend: decode_layer_stages " + std::to_string(tuning.decode_layer_stages) +
                 " is out of range (2..8)");
   }
+  if (tuning.decode_layer_l2_prefetch_kib < 0 || tuning.decode_layer_l2_prefetch_kib > 1024) {
+    throw Error("cuda backend: decode_layer_l2_prefetch_kib " + std::to_string(tuning.decode_layer_l2_prefetch_kib) +
+                " is out of range (0..1024)");
+  }
   if (tuning.attention_l2_prefetch_mib < 0 || tuning.attention_l2_prefetch_mib > 48) {
     throw Error("cuda backend: attention_l2_prefetch_mib " + std::to_string(tuning.attention_l2_prefetch_mib) +
                 " is out of range (0..48)");
@@ -150,7 +154,7 @@ void CudaBackend::allocate_weights(const ModelShape& model) {
   LAZYSCOPE_CUDA_CHECK(cudaMemset(gemv_counters_.as<void>(), 0, gemv_counters_.bytes()));
   gemv_.workspace = GemvWorkspace{gemv_partial_.as<float>(), need.partial_floats, gemv_counters_.as<unsigned>(),
                                   need.num_counters};
-  layer_sync_.resize(sizeof(unsigned long long));
+  layer_sync_.resize(2 * sizeof(unsigned long long));  // the barrier counter, then the gate_up claims
   LAZYSCOPE_CUDA_CHECK(cudaMemset(layer_sync_.as<void>(), 0, layer_sync_.bytes()));
   choose_decode_layer();
   const std::vector<float> inv = rope_inv_freq(shape.rope, shape.head_dim);

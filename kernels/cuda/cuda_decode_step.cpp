@@ -232,7 +232,9 @@ void CudaBackend::enqueue_decode(const DecodeMeta& meta, int batch, int splits, 
     ap.num_splits = splits;
     ap.partial_o = partial_o_.as<float>();
     ap.partial_ml = partial_ml_.as<float>();
-    if (batch == 1 && tuning_.attention_l2_prefetch_mib > 0) {
+    // Past layer 0 the layer kernel before this attention prefetched these weights already.
+    const bool layer_prefetched = layer_kernel && l > 0 && tuning_.decode_layer_l2_prefetch_kib > 0;
+    if (batch == 1 && tuning_.attention_l2_prefetch_mib > 0 && !layer_prefetched) {
       // What the wo and gate_up GEMVs will read next, up to the budget, while this kernel waits on latency.
       std::size_t budget = std::size_t(tuning_.attention_l2_prefetch_mib) << 20;
       ap.l2_prefetch[0] = w.wo.as<bf16_bits>();
@@ -255,7 +257,11 @@ void CudaBackend::enqueue_decode(const DecodeMeta& meta, int batch, int splits, 
         lp.next_attn_norm = layers_[l + 1].attn_norm.as<float>();
         lp.next_wqkv = layers_[l + 1].wqkv.as<bf16_bits>();
         lp.next_qkv = qkv_output(l + 1);
+        lp.next_wo = layers_[l + 1].wo.as<bf16_bits>();
+        lp.next_gate_up = layers_[l + 1].w_gate_up.as<bf16_bits>();
+        lp.l2_prefetch_bytes = tuning_.decode_layer_l2_prefetch_kib * 1024;
       }
+      if (tuning_.decode_layer_dynamic_gate_up) lp.gate_up_claims = layer_sync_.as<unsigned>() + 2;
       lp.hidden = H;
       lp.inter = I;
       lp.q_dim = Q;

@@ -34,7 +34,7 @@ constexpr int kLayerThreads = kConsumers + 32;
 constexpr int kStageElements = 16384;  // 32 KB of bf16 weights a stage
 constexpr int kSegmentMax = 2048;      // the most columns one warp's dot product covers
 constexpr int kMaxRuns = 8;            // wqkv: a pair of runs for each head a share touches
-constexpr int kPhases = 4;
+[[maybe_unused]] constexpr int kPhases = 4;  // used by the sm_90 code only
 constexpr int kMaxStages = 8;
 constexpr int kNormPieces = 4;                          // pieces of 8 a consumer thread normalises
 constexpr int kNormWidth = 8 * kConsumers * kNormPieces;  // the widest hidden size
@@ -42,6 +42,11 @@ constexpr int kNormWidth = 8 * kConsumers * kNormPieces;  // the widest hidden s
 enum Phase : int { kPhaseWo = 0, kPhaseGateUp = 1, kPhaseDown = 2, kPhaseQkv = 3 };
 
 __host__ __device__ constexpr int segments_per_row(int cols) { return (cols + kSegmentMax - 1) / kSegmentMax; }
+// (gate, up) row pairs a dynamic gate_up claim takes: as many as one stage holds, at most 64 segments.
+__host__ __device__ inline int pairs_per_claim(int hidden) {
+  const int by_stage = kStageElements / (2 * hidden), by_segments = 32 / segments_per_row(hidden);
+  return by_stage < by_segments ? (by_stage > 0 ? by_stage : 1) : (by_segments > 0 ? by_segments : 1);
+}
 __host__ __device__ inline int share_begin(int units, int cta, int ctas) {
   return int((long long)units * cta / ctas);
 }
@@ -128,6 +133,12 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t b
                    detail::smem_addr(dst)),
                "l"(src), "r"(bytes), "r"(detail::smem_addr(bar))
                : "memory");
+}
+__device__ __forceinline__ void prefetch_l2(const void* src, long long bytes) {
+  bytes &= ~15ll;
+  if (bytes > 0) {
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(uint32_t(bytes)) : "memory");
+  }
 }
 __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumers) : "memory"); }
 __device__ __forceinline__ unsigned long long load_acquire(const unsigned long long* p) {
@@ -257,12 +268,45 @@ __device__ void stage_rmsnorm(const float* x, const float4 (&gv)[2 * kNormPieces
   }
 }
 
-// The producer thread: every stage of every phase, in the consumers' order.
+// Dynamic gate_up: the stage's first pair, or -1 for the end of the phase (no data).
+__device__ __forceinline__ void advance(int& stage, int& round, int stages) {
+  if (++stage == stages) {
+    stage = 0;
+    round ^= 1;
+  }
+}
+
+// The producer thread: every stage of every phase, in the consumers' order, then the L2 prefetch.
 __device__ void produce(const PhasePlan* plans, int phases, __nv_bfloat16* ring, uint64_t* full, uint64_t* empty,
-                        int stages) {
+                        int* stage_pair, int stages, const DecodeLayerParams& p) {
   int stage = 0, round = 0;
   for (int k = 0; k < phases; ++k) {
     const PhasePlan& plan = plans[k];
+    if (k == kPhaseGateUp && p.gate_up_claims != nullptr) {
+      const int per = pairs_per_claim(p.hidden);
+      const __nv_bfloat16* w = reinterpret_cast<const __nv_bfloat16*>(p.w_gate_up);
+      int claim = int(atomicAdd(p.gate_up_claims, 1u));  // the next one is asked for while a stage frees
+      for (;;) {
+        mbar_wait(&empty[stage], round ^ 1);
+        const int first = claim * per;
+        if (first >= p.inter) {
+          stage_pair[stage] = -1;
+          mbar_arrive(&full[stage]);  // no bytes: the phase's end
+          advance(stage, round, stages);
+          break;
+        }
+        const int n = min(per, p.inter - first);
+        const uint32_t bytes = uint32_t(n) * uint32_t(p.hidden) * 2u;
+        stage_pair[stage] = first;
+        mbar_arrive_expect_tx(&full[stage], 2 * bytes);
+        bulk_load(ring + stage * kStageElements, w + (long long)first * p.hidden, bytes, &full[stage]);
+        bulk_load(ring + stage * kStageElements + n * p.hidden, w + (long long)(p.inter + first) * p.hidden, bytes,
+                  &full[stage]);
+        claim = int(atomicAdd(p.gate_up_claims, 1u));
+        advance(stage, round, stages);
+      }
+      continue;
+    }
     for (int r = 0; r < plan.num_runs; ++r) {
       const __nv_bfloat16* src = plan.w + (long long)plan.run_row[r] * plan.cols;
       const int total = plan.run_rows[r] * plan.segs_per_row;
@@ -271,13 +315,27 @@ __device__ void produce(const PhasePlan* plans, int phases, __nv_bfloat16* ring,
         mbar_wait(&empty[stage], round ^ 1);
         mbar_arrive_expect_tx(&full[stage], bytes);
         bulk_load(ring + stage * kStageElements, src + (long long)s * plan.seg_len, bytes, &full[stage]);
-        if (++stage == stages) {
-          stage = 0;
-          round ^= 1;
-        }
+        advance(stage, round, stages);
       }
     }
   }
+  if (p.next_wo == nullptr || p.l2_prefetch_bytes <= 0) return;
+  long long budget = p.l2_prefetch_bytes;
+  const int r0 = share_begin(p.hidden, blockIdx.x, gridDim.x), r1 = share_begin(p.hidden, blockIdx.x + 1, gridDim.x);
+  const long long wo_bytes = min(budget, (long long)(r1 - r0) * p.q_dim * 2);
+  prefetch_l2(reinterpret_cast<const __nv_bfloat16*>(p.next_wo) + (long long)r0 * p.q_dim, wo_bytes);
+  budget -= wo_bytes;
+  if (p.next_gate_up == nullptr || budget < 4ll * p.hidden) return;
+  // gate_up rows in the order the next launch reads them: from row 0 up when claimed at run time,
+  // else from the start of this CTA's share.
+  const int rows = int(budget / (4ll * p.hidden));
+  int first = p.gate_up_claims != nullptr ? int(blockIdx.x) * rows : share_begin(p.inter, blockIdx.x, gridDim.x);
+  const int end = p.gate_up_claims != nullptr ? p.inter : share_begin(p.inter, blockIdx.x + 1, gridDim.x);
+  const int n = min(rows, end - first);
+  if (n <= 0) return;
+  const __nv_bfloat16* w = reinterpret_cast<const __nv_bfloat16*>(p.next_gate_up);
+  prefetch_l2(w + (long long)first * p.hidden, (long long)n * p.hidden * 2);
+  prefetch_l2(w + (long long)(p.inter + first) * p.hidden, (long long)n * p.hidden * 2);
 }
 
 __device__ __forceinline__ float row_sum(const float* partial, int first, int count) {
@@ -327,6 +385,7 @@ __global__ void __launch_bounds__(kLayerThreads, 1)
   __shared__ __align__(8) uint64_t full[kMaxStages], empty[kMaxStages];
   __shared__ PhasePlan plans[kPhases];
   __shared__ float scratch[kConsumerWarps];
+  __shared__ int stage_pair[kMaxStages];
   __nv_bfloat16* ring = reinterpret_cast<__nv_bfloat16*>(smem);
   float4* input = reinterpret_cast<float4*>(ring + stages * kStageElements);  // the phase's input, fp32
   float* partial = reinterpret_cast<float*>(input) + input_elements;
@@ -335,14 +394,14 @@ __global__ void __launch_bounds__(kLayerThreads, 1)
   if (threadIdx.x == kConsumers) {
     for (int s = 0; s < stages; ++s) {
       mbar_init(&full[s], 1);                // the producer's expect_tx; the bytes complete it
-      mbar_init(&empty[s], kConsumerWarps);  // every consumer warp, done reading the stage
+      mbar_init(&empty[s], kConsumers);      // every consumer thread, done reading the stage
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (warp == kConsumerWarps) {
-    if (lane == 0) produce(plans, phases, ring, full, empty, stages);
+    if (lane == 0) produce(plans, phases, ring, full, empty, stage_pair, stages, p);
     return;
   }
   int stage = 0, round = 0;
@@ -357,6 +416,10 @@ __global__ void __launch_bounds__(kLayerThreads, 1)
       float4 norm[2 * kNormPieces];
       if (k != kPhaseDown) load_norm_weight(k == kPhaseGateUp ? p.mlp_norm : p.next_attn_norm, p.hidden, norm);
       grid_barrier(p.grid_sync);
+      if (k == kPhaseDown && p.gate_up_claims != nullptr && blockIdx.x == 0 && threadIdx.x == 0) {
+        // Every producer made its last gate_up claim before its consumers reached this barrier.
+        *p.gate_up_claims = 0u;
+      }
       if (k == kPhaseDown) {
         stage_bf16(p.act, p.inter, input);
       } else {
@@ -365,8 +428,36 @@ __global__ void __launch_bounds__(kLayerThreads, 1)
       }
     }
     consumers_sync();
-    int seg_base = 0;
     const int pieces = plan.seg_len / 8;
+    if (k == kPhaseGateUp && p.gate_up_claims != nullptr) {
+      // Claimed pairs: each stage holds n gate rows, then their n up rows; its act values are
+      // stored as soon as its segment sums are in (partial, one slot of 64 a stage).
+      for (;;) {
+        mbar_wait(&full[stage], round);
+        const int first = stage_pair[stage];
+        const __nv_bfloat16* chunk = ring + stage * kStageElements;
+        float* sums = partial + stage * 64;
+        const int n = first < 0 ? 0 : min(pairs_per_claim(p.hidden), p.inter - first);
+        for (int j = warp; j < 2 * n * plan.segs_per_row; j += kConsumerWarps) {
+          const float sum = dot_segment(reinterpret_cast<const uint4*>(chunk + j * plan.seg_len),
+                                        input + (j % plan.segs_per_row) * 2 * pieces, pieces, lane);
+          if (lane == 0) sums[j] = sum;
+        }
+        mbar_arrive(&empty[stage]);  // this thread's reads of the stage are done
+        advance(stage, round, stages);
+        if (first < 0) break;
+        consumers_sync();
+        const int spr = plan.segs_per_row;
+        __nv_bfloat16* act = reinterpret_cast<__nv_bfloat16*>(p.act);
+        for (int i = threadIdx.x; i < n; i += kConsumers) {
+          const float gate = __bfloat162float(__float2bfloat16(row_sum(sums, i * spr, spr)));
+          const float up = __bfloat162float(__float2bfloat16(row_sum(sums, (n + i) * spr, spr)));
+          act[first + i] = __float2bfloat16(gate / (1.0f + expf(-gate)) * up);
+        }
+      }
+      continue;
+    }
+    int seg_base = 0;
     for (int r = 0; r < plan.num_runs; ++r) {
       const int total = plan.run_rows[r] * plan.segs_per_row;
       for (int s = 0; s < total; s += plan.segs_per_stage) {
@@ -379,12 +470,8 @@ __global__ void __launch_bounds__(kLayerThreads, 1)
                                         input + (seg % plan.segs_per_row) * 2 * pieces, pieces, lane);
           if (lane == 0) partial[seg_base + seg] = sum;
         }
-        __syncwarp();
-        if (lane == 0) mbar_arrive(&empty[stage]);
-        if (++stage == stages) {
-          stage = 0;
-          round ^= 1;
-        }
+        mbar_arrive(&empty[stage]);  // this thread's reads of the stage are done
+        advance(stage, round, stages);
       }
       seg_base += total;
     }
@@ -404,7 +491,7 @@ Geometry geometry(int hidden, int inter, int q_dim, int kv_dim, int stages, int 
   auto ceil_div = [](int a, int b) { return (a + b - 1) / b; };
   Geometry g;
   g.input_elements = ceil_div(std::max({q_dim, hidden, inter}), 64) * 64;
-  g.partial_floats = std::max({ceil_div(hidden, ctas) * segments_per_row(q_dim),
+  g.partial_floats = std::max({stages * 64, ceil_div(hidden, ctas) * segments_per_row(q_dim),
                                2 * ceil_div(inter, ctas) * segments_per_row(hidden),
                                ceil_div(hidden, ctas) * segments_per_row(inter),
                                2 * ceil_div((q_dim + 2 * kv_dim) / 2, ctas) * segments_per_row(hidden)});

@@ -23,6 +23,17 @@ struct DecodeLayerParams {
   const float* next_attn_norm = nullptr;
   const bf16_bits* next_wqkv = nullptr;
   QkvRopeOutput next_qkv;  // as gemv_rmsnorm_qkv_rope takes it
+  // The next layer's wo and w_gate_up (null: none). Once its last copy is issued, a CTA's producer
+  // prefetches into L2 up to l2_prefetch_bytes of what the next launch will read first: its share
+  // of wo, then gate_up rows. The attention kernel between the launches leaves DRAM mostly idle.
+  const bf16_bits* next_wo = nullptr;
+  const bf16_bits* next_gate_up = nullptr;
+  int l2_prefetch_bytes = 0;
+  // gate_up rows handed out at run time: each CTA's producer claims the next few (gate, up) row
+  // pairs from this counter whenever it has a free stage, so a CTA that streams faster takes more
+  // and all reach the next barrier together. Zeroed once; every launch leaves it zero. Null: each
+  // CTA takes a fixed share, as in the other phases.
+  unsigned* gate_up_claims = nullptr;
   int hidden = 0, inter = 0, q_dim = 0;
   float eps = 0.0f;
   // The grid barrier's arrival counter, zeroed once at allocation. Each launch adds the grid size

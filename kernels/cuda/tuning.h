@@ -31,6 +31,12 @@ struct CudaTuning {
   bool decode_layer_kernel = false;
   // Its 32 KB weight stages a CTA (2..8).
   int decode_layer_stages = 4;
+  // Its gate_up rows claimed at run time (faster CTAs take more) instead of a fixed share a CTA.
+  // Off: on the H100 neither this nor the prefetch below made Llama-3.2-1B faster.
+  bool decode_layer_dynamic_gate_up = false;
+  // KiB a CTA of the layer kernel prefetches into L2 of the next layer's wo and gate_up once its own
+  // weights are in flight (0..1024; the attention kernel's prefetch then stays off past layer 0).
+  int decode_layer_l2_prefetch_kib = 0;
   // Prompt steps take the warp-specialised wgmma attention kernel where the GPU and the build have
   // it (compute capability 9.0, sm_90a code; head_dim 64 / 128); false: mma.sync everywhere.
   bool prefill_wgmma = true;

@@ -87,8 +87,12 @@ TEST(DecodeLayerTest, MatchesTheGemvLaunchesItReplaces) {
     unsigned long long barriers_expected = 0;  // grid-wide barriers so far: 3 a layer, 2 for the last
     const std::vector<float> x0 = random_bf16_values(s.hidden, rng, 2.0f);
     constexpr float kEps = 1e-5f;
-    for (bool lazy : {false, true}) {
-      for (bool last_layer : {false, true}) {
+    DeviceBuffer claims(sizeof(unsigned));
+    LAZYSCOPE_CUDA_CHECK(cudaMemset(claims.as<void>(), 0, claims.bytes()));
+    for (int mode = 0; mode < 4; ++mode) {
+      // Plain or lazy query; a middle layer or the last; gate_up claimed at run time in the first two.
+      const bool lazy = mode % 2 == 1, last_layer = mode >= 2, dynamic = mode < 2;
+      {
         LayerState ref(x0, s, pool_elements), got(x0, s, pool_elements);
         auto qkv_output = [&](LayerState& st) {
           QkvRopeOutput o;
@@ -139,11 +143,18 @@ TEST(DecodeLayerTest, MatchesTheGemvLaunchesItReplaces) {
           p.q_dim = s.q_dim;
           p.eps = kEps;
           p.grid_sync = sync.as<unsigned long long>();
+          if (dynamic) p.gate_up_claims = claims.as<unsigned>();
+          if (!last_layer) {  // changes only what is in L2
+            p.next_wo = wo.as<bf16_bits>();
+            p.next_gate_up = gate_up.as<bf16_bits>();
+            p.l2_prefetch_bytes = 256 << 10;
+          }
           decode_layer(p, DecodeLayerLaunch{}, nullptr);
           LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
           barriers_expected += last_layer ? 2 : 3;
           const std::string where = name(s) + (lazy ? ", lazy" : ", plain") + (last_layer ? ", last layer" : "") +
-                                    ", step " + std::to_string(step);
+                                    (dynamic ? ", gate_up claimed" : ", gate_up shared out") + ", step " +
+                                    std::to_string(step);
           EXPECT_LT(relative_error(download_f32(got.x, s.hidden), download_f32(ref.x, s.hidden)), 5e-3) << where;
           EXPECT_LT(relative_error(download_bf16(got.act, s.inter), download_bf16(ref.act, s.inter)), 1e-2) << where;
           if (!last_layer) {
@@ -163,6 +174,9 @@ TEST(DecodeLayerTest, MatchesTheGemvLaunchesItReplaces) {
         LAZYSCOPE_CUDA_CHECK(cudaGetDevice(&device));
         LAZYSCOPE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
         EXPECT_EQ(arrivals, barriers_expected * unsigned(sms)) << name(s);
+        unsigned left = 1;
+        LAZYSCOPE_CUDA_CHECK(cudaMemcpy(&left, claims.as<void>(), sizeof(left), cudaMemcpyDeviceToHost));
+        EXPECT_EQ(left, 0u) << "the gate_up claims are left at zero for the next launch";
       }
     }
   }
