@@ -12,6 +12,11 @@
 // segments of a stage (a row, or an equal piece of a row longer than 2,048 columns): one dot
 // product with the phase's input, staged in shared memory, into a per-segment sum. The epilogue
 // adds a row's segments in order, so the result never depends on timing.
+//
+// Two options (DecodeLayerParams): gate_up rows claimed at run time from a counter (the stage then
+// names its first pair in stage_pair[], -1 ending the phase), and an L2 prefetch of the next
+// layer's first weights once the producer has issued its last copy. Where the time goes, and why
+// the kernel is opt-in, is in bench/cuda/NOTES.md (session 12).
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -268,7 +273,7 @@ __device__ void stage_rmsnorm(const float* x, const float4 (&gv)[2 * kNormPieces
   }
 }
 
-// Dynamic gate_up: the stage's first pair, or -1 for the end of the phase (no data).
+// The next ring stage, and the parity its mbarriers complete with on this pass.
 __device__ __forceinline__ void advance(int& stage, int& round, int stages) {
   if (++stage == stages) {
     stage = 0;
