@@ -98,30 +98,6 @@ void print_rag_ttft(int repeats) {
               r.lazy_after_none_ms, r.rotated_after_none_ms);
 }
 
-// One prompt step's kernels under the CUPTI tracer (see bench::measure_prompt_profile).
-void print_prompt_profile(const std::string& model, int tokens) {
-  const bench::PromptProfile p = bench::measure_prompt_profile(model, tokens);
-  std::printf("\n## Prompt step of %s, %d tokens: kernels under the CUPTI tracer (one traced step after a traced "
-              "warm-up)\n\n",
-              model.c_str(), tokens);
-  std::printf("| run | wall ms | tok/s | GPU-event ms |\n|---|---:|---:|---:|\n");
-  const double walls[3] = {p.untraced_wall_ms, p.traced_wall_ms, p.after_wall_ms};
-  const double gpus[3] = {p.untraced_gpu_ms, p.traced_gpu_ms, p.after_gpu_ms};
-  const char* runs[3] = {"untraced, before the tracer (median of 3)", "traced", "untraced, after the tracer (median of 3)"};
-  for (int r = 0; r < 3; ++r) {
-    std::printf("| %s | %.2f | %.0f | %.2f |\n", runs[r], walls[r], tokens / (walls[r] * 1e-3), gpus[r]);
-  }
-  std::printf("\ntraced step: GPU span (first kernel start to last kernel end) %.2f ms; kernels %d, their sum %.2f ms; no "
-              "kernel running %.2f ms of the span; dropped records %llu\n\n",
-              p.gpu_span_ms, p.kernels, p.kernel_ms, p.idle_ms, static_cast<unsigned long long>(p.dropped));
-  std::printf("| kernel | grid | launches | total µs | µs a launch | %% of span |\n|---|---|---:|---:|---:|---:|\n");
-  for (const bench::PromptKernelGroup& g : p.groups) {
-    std::printf("| %s | %s | %d | %.1f | %.1f | %.1f %% |\n", g.name.c_str(), g.grid.c_str(), g.launches, g.total_us,
-                g.total_us / g.launches, 100.0 * g.total_us * 1e-3 / p.gpu_span_ms);
-  }
-  std::fflush(stdout);
-}
-
 void print_step_profile(const bench::PromptProfile& p, const std::string& title, double tokens) {
   std::printf("\n## %s\n\n", title.c_str());
   std::printf("| run | wall ms | tok/s | GPU-event ms |\n|---|---:|---:|---:|\n");
@@ -131,8 +107,10 @@ void print_step_profile(const bench::PromptProfile& p, const std::string& title,
   for (int r = 0; r < 3; ++r) {
     std::printf("| %s | %.3f | %.0f | %.3f |\n", runs[r], walls[r], tokens / (walls[r] * 1e-3), gpus[r]);
   }
-  std::printf("\ntraced step: GPU span %.1f µs; kernels %d, their sum %.1f µs; no kernel running %.1f µs of the span\n\n",
-              p.gpu_span_ms * 1e3, p.kernels, p.kernel_ms * 1e3, p.idle_ms * 1e3);
+  std::printf("\ntraced step: GPU span (first kernel start to last kernel end) %.1f µs; kernels %d, their sum %.1f "
+              "µs; no kernel running %.1f µs of the span; dropped records %llu\n\n",
+              p.gpu_span_ms * 1e3, p.kernels, p.kernel_ms * 1e3, p.idle_ms * 1e3,
+              static_cast<unsigned long long>(p.dropped));
   std::printf("| kernel | grid | launches | total µs | µs a launch | %% of span |\n|---|---|---:|---:|---:|---:|\n");
   for (const bench::PromptKernelGroup& g : p.groups) {
     std::printf("| %s | %s | %d | %.1f | %.2f | %.1f %% |\n", g.name.c_str(), g.grid.c_str(), g.launches, g.total_us,
@@ -143,6 +121,14 @@ void print_step_profile(const bench::PromptProfile& p, const std::string& title,
     std::printf("| %s | %.2f | %.2f | %.2f |\n", k.name.c_str(), k.start_us, k.end_us, k.end_us - k.start_us);
   }
   std::fflush(stdout);
+}
+
+// One prompt step's kernels under the CUPTI tracer (see bench::measure_prompt_profile).
+void print_prompt_profile(const std::string& model, int tokens) {
+  print_step_profile(bench::measure_prompt_profile(model, tokens),
+                     "Prompt step of " + model + ", " + std::to_string(tokens) +
+                         " tokens: kernels under the CUPTI tracer (one traced step after a traced warm-up)",
+                     tokens);
 }
 
 }  // namespace

@@ -171,7 +171,7 @@ class CudaBackend final : public Backend {
   bool gemv_ok_ = false;  // every decode GEMM can take the GEMV path (hidden, q and mlp widths % 8)
   // Batch-1 decode steps run a layer's dense part as one persistent kernel (decode_layer.h).
   bool decode_layer_ok_ = false;
-  DeviceBuffer layer_sync_;  // its grid barrier
+  DeviceBuffer layer_sync_;  // its grid barrier counter, then its gate_up claim counter
   void choose_decode_layer();
   int graph_captures_ = 0, graph_replays_ = 0;
   bool eager_next_decode_ = false;  // next_decode_without_graph()

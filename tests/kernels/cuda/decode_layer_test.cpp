@@ -38,6 +38,26 @@ std::vector<float> download_f32(const DeviceBuffer& buffer, std::size_t count) {
   return out;
 }
 
+// A middle or last layer's launch over these buffers (the next layer's wqkv left to the caller).
+DecodeLayerParams layer_params(const LayerShape& s, const DeviceBuffer& attn, DeviceBuffer& x, const DeviceBuffer& wo,
+                               const DeviceBuffer& mlp_norm, const DeviceBuffer& gate_up, const DeviceBuffer& down,
+                               DeviceBuffer& act, DeviceBuffer& sync, float eps) {
+  DecodeLayerParams p;
+  p.attn = attn.as<bf16_bits>();
+  p.x = x.as<float>();
+  p.wo = wo.as<bf16_bits>();
+  p.mlp_norm = mlp_norm.as<float>();
+  p.w_gate_up = gate_up.as<bf16_bits>();
+  p.w_down = down.as<bf16_bits>();
+  p.act = act.as<bf16_bits>();
+  p.hidden = s.hidden;
+  p.inter = s.inter;
+  p.q_dim = s.q_dim;
+  p.eps = eps;
+  p.grid_sync = sync.as<unsigned long long>();
+  return p;
+}
+
 // One side of the comparison: its own residual, activation, q and K/V pools.
 struct LayerState {
   DeviceBuffer x, act, gate_up, q, k_pool, v_pool, scratch;
@@ -125,30 +145,17 @@ TEST(DecodeLayerTest, MatchesTheGemvLaunchesItReplaces) {
             ASSERT_TRUE(gemv_rmsnorm_qkv_rope(ref.x.as<float>(), d_attn_norm.as<float>(), kEps,
                                               wqkv.as<bf16_bits>(), s.hidden, qkv_output(ref), nullptr, one_pass));
           }
-          DecodeLayerParams p;
-          p.attn = attn.as<bf16_bits>();
-          p.x = got.x.as<float>();
-          p.wo = wo.as<bf16_bits>();
-          p.mlp_norm = d_mlp_norm.as<float>();
-          p.w_gate_up = gate_up.as<bf16_bits>();
-          p.w_down = down.as<bf16_bits>();
-          p.act = got.act.as<bf16_bits>();
+          DecodeLayerParams p =
+              layer_params(s, attn, got.x, wo, d_mlp_norm, gate_up, down, got.act, sync, kEps);
           if (!last_layer) {
             p.next_attn_norm = d_attn_norm.as<float>();
             p.next_wqkv = wqkv.as<bf16_bits>();
             p.next_qkv = qkv_output(got);
-          }
-          p.hidden = s.hidden;
-          p.inter = s.inter;
-          p.q_dim = s.q_dim;
-          p.eps = kEps;
-          p.grid_sync = sync.as<unsigned long long>();
-          if (dynamic) p.gate_up_claims = claims.as<unsigned>();
-          if (!last_layer) {  // changes only what is in L2
-            p.next_wo = wo.as<bf16_bits>();
+            p.next_wo = wo.as<bf16_bits>();  // the L2 prefetch changes only what is in L2
             p.next_gate_up = gate_up.as<bf16_bits>();
             p.l2_prefetch_bytes = 256 << 10;
           }
+          if (dynamic) p.gate_up_claims = claims.as<unsigned>();
           decode_layer(p, DecodeLayerLaunch{}, nullptr);
           LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
           barriers_expected += last_layer ? 2 : 3;
@@ -201,19 +208,7 @@ TEST(DecodeLayerTest, RepeatsBitForBit) {
   std::vector<float> first;
   for (int run = 0; run < 4; ++run) {
     DeviceBuffer x = upload(x0);
-    DecodeLayerParams p;
-    p.attn = attn.as<bf16_bits>();
-    p.x = x.as<float>();
-    p.wo = wo.as<bf16_bits>();
-    p.mlp_norm = d_norm.as<float>();
-    p.w_gate_up = gate_up.as<bf16_bits>();
-    p.w_down = down.as<bf16_bits>();
-    p.act = act.as<bf16_bits>();
-    p.hidden = s.hidden;
-    p.inter = s.inter;
-    p.q_dim = s.q_dim;
-    p.eps = 1e-5f;
-    p.grid_sync = sync.as<unsigned long long>();
+    const DecodeLayerParams p = layer_params(s, attn, x, wo, d_norm, gate_up, down, act, sync, 1e-5f);
     DecodeLayerLaunch launch;
     launch.stages = 3;
     launch.programmatic = run % 2 == 0;
