@@ -1,8 +1,9 @@
-// The prompt step under the CUPTI tracer: which kernels its time goes to, and how much of the
-// GPU span no kernel runs (bench_cuda_end_to_end --prompt-profile).
+// A step under the CUPTI tracer, a prompt (bench_cuda_end_to_end --prompt-profile) or one decode
+// token after a prompt (--decode-profile): which kernels its time goes to, how much of the GPU span
+// no kernel runs, and its first kernels as they ran.
 #include <algorithm>
-#include <functional>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -83,7 +84,10 @@ PromptProfile profile_step(cuda::CudaBackend& backend, const StepFn& step, const
     std::string why;
     DeviceTraceOptions options;
     options.api_calls = false;
-    options.kernel_steps = -1;  // a record for every kernel, those a CUDA graph launches too
+    // A record for every kernel, those a CUDA graph launches too. (Graph-level records would need
+    // the decode step's graphs instantiated under the tracer, as Session::set_device_tracer has
+    // them; these were captured before it, and with graph-level records on the run crashed.)
+    options.kernel_steps = -1;
     std::unique_ptr<DeviceTracer> tracer = make_device_tracer(options, &why);
     if (!tracer) throw std::runtime_error(std::string(what) + ": no device trace: " + why);
     timed_step(backend, step);  // warm-up under the tracer
