@@ -548,6 +548,10 @@ std::string decode_layer_unsupported(int hidden, int inter, int q_dim, int kv_di
 }
 
 void decode_layer(const DecodeLayerParams& p, const DecodeLayerLaunch& launch, cudaStream_t stream) {
+  if (launch.stages < 2 || launch.stages > kMaxStages) {
+    throw Error("cuda decode layer: stages " + std::to_string(launch.stages) + " is out of range (2.." +
+                std::to_string(kMaxStages) + ")");
+  }
   const int ctas = layer_ctas();
   const Geometry g = geometry(p.hidden, p.inter, p.q_dim, p.next_qkv.kv_dim, launch.stages, ctas);
   static std::size_t configured = 0;  // the dynamic shared memory the kernel is allowed so far
