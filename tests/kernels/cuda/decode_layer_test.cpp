@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "gpu_test_util.h"
 #include "kernels/cuda/decode_layer.h"
 #include "kernels/cuda/gemv.h"
@@ -219,6 +220,22 @@ TEST(DecodeLayerTest, RepeatsBitForBit) {
       first = out;
     } else {
       EXPECT_EQ(out, first) << "run " << run;
+    }
+  }
+}
+
+// Checked on the host before anything reaches the device (no GPU needed).
+TEST(DecodeLayerTest, StageCountOutOfRangeThrows) {
+  for (int stages : {1, 9}) {
+    DecodeLayerLaunch launch;
+    launch.stages = stages;
+    try {
+      decode_layer(DecodeLayerParams{}, launch, nullptr);
+      FAIL() << stages << " stages were launched";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("stages " + std::to_string(stages) + " is out of range (2..8)"),
+                std::string::npos)
+          << e.what();
     }
   }
 }
