@@ -150,26 +150,23 @@ int main(int argc, char** argv) {
       print_decode_at_context(copy_gbs, context);
       return 0;
     }
-    if (argc > 1 && std::strcmp(argv[1], "--prompt-profile") == 0) {
-      const std::string model = argc > 2 ? argv[2] : "llama-3.1-8b";
+    // `--prompt-profile [MODEL [TOKENS]]` and `--decode-profile [MODEL [CONTEXT]]`: one step under CUPTI.
+    const bool prompt_profile = argc > 1 && std::strcmp(argv[1], "--prompt-profile") == 0;
+    if (prompt_profile || (argc > 1 && std::strcmp(argv[1], "--decode-profile") == 0)) {
+      const std::string model = argc > 2 ? argv[2] : prompt_profile ? "llama-3.1-8b" : "llama-3.2-1b";
       const int tokens = argc > 3 ? std::atoi(argv[3]) : 2048;
       if (tokens < 16 || tokens > 32768) {
-        std::fprintf(stderr, "bench_cuda_end_to_end: --prompt-profile MODEL TOKENS: expected 16..32768 tokens\n");
+        std::fprintf(stderr, "bench_cuda_end_to_end: %s MODEL %s: %s is not 16..32768 tokens\n", argv[1],
+                     prompt_profile ? "TOKENS" : "CONTEXT", argv[3]);
         return 2;
       }
-      print_prompt_profile(model, tokens);
-      return 0;
-    }
-    if (argc > 1 && std::strcmp(argv[1], "--decode-profile") == 0) {
-      const std::string model = argc > 2 ? argv[2] : "llama-3.2-1b";
-      const int context = argc > 3 ? std::atoi(argv[3]) : 2048;
-      if (context < 16 || context > 32768) {
-        std::fprintf(stderr, "bench_cuda_end_to_end: --decode-profile MODEL CONTEXT: expected 16..32768 tokens\n");
-        return 2;
+      if (prompt_profile) {
+        print_prompt_profile(model, tokens);
+        return 0;
       }
       for (bool layer : {false, true}) {
-        print_step_profile(bench::measure_decode_profile(model, context, layer),
-                           "Decode step of " + model + " after " + std::to_string(context) + " tokens, " +
+        print_step_profile(bench::measure_decode_profile(model, tokens, layer),
+                           "Decode step of " + model + " after " + std::to_string(tokens) + " tokens, " +
                                (layer ? "persistent layer kernel" : "GEMV launches") + ", under the CUPTI tracer",
                            1.0);
       }

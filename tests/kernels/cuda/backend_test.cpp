@@ -395,6 +395,13 @@ TEST(CudaBackendTuningTest, RejectsOutOfRangeChoices) {
       EXPECT_NE(std::string(e.what()).find("2..8"), std::string::npos) << e.what();
     }
   }
+  try {
+    gpu.set_tuning(tuned([](CudaTuning& t) { t.decode_layer_l2_prefetch_kib = 1025; }));
+    FAIL() << "an L2 prefetch of 1025 KiB a CTA was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("decode_layer_l2_prefetch_kib 1025"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("0..1024"), std::string::npos) << e.what();
+  }
   EXPECT_EQ(gpu.tuning().decode_splits_cap, CudaTuning{}.decode_splits_cap);
   EXPECT_EQ(gpu.tuning().gemv_prefetch_steps, 0);
 }
