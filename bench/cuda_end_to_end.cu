@@ -194,8 +194,10 @@ int main(int argc, char** argv) {
       print_batched_decode(copy_gbs);
       return 0;
     }
-    // `--model NAME`: only that model's decode row (a quick check of one shape).
+    // `--model NAME [TEXT]`: only that model's decode row (a quick check of one shape), and with
+    // TEXT only the decode variants whose name contains it.
     const bool one_model = argc > 2 && std::strcmp(argv[1], "--model") == 0;
+    const std::string variant_filter = one_model && argc > 3 ? argv[3] : "";
     std::printf("\n## Batch-1 greedy decode (prompt 2048 tokens, 128 steps; host clock, each step ends with its token on the host)\n");
     std::printf("graphs: one CUDA graph per launch signature replays the whole one-token forward; greedy: argmax on the device, "
                 "4 bytes read back; logits: all logits read back, argmax on the host (graphs on); device: median "
@@ -216,7 +218,7 @@ int main(int argc, char** argv) {
       const ModelShape shape = synthetic_shape(model);
       const double bytes = bench::decode_weight_bytes(shape);
       const double bound = copy_gbs * 1e9 / bytes;
-      const bench::DecodeThroughput t = bench::measure_decode(model, 2048, 128);
+      const bench::DecodeThroughput t = bench::measure_decode(model, 2048, 128, true, variant_filter);
       const double graph_tps = 1000.0 / t.greedy_graph_ms, stream_tps = 1000.0 / t.greedy_stream_ms;
       std::printf("| %s | %.2f | %.0f | %.1f | %.0f %% | %.3f | %.1f | %.3f | %.1f | %.3f | %.0f %% | %d | %s | %.0f | %.0f |\n",
                   model, bytes / 1e9, bound, graph_tps, 100.0 * graph_tps / bound, t.greedy_graph_ms, stream_tps,

@@ -151,7 +151,8 @@ double time_decode(CudaBackend& backend, DecodeState state, DecodeMode mode, int
 
 }  // namespace
 
-DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, int decode_steps, bool variants) {
+DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, int decode_steps, bool variants,
+                                const std::string& variant_filter) {
   const ModelShape shape = synthetic_shape(model);
   CudaBackend backend;
   backend.load_synthetic(shape, 1);
@@ -248,8 +249,15 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
       {"attention L2 prefetch 32 MiB", with([](CudaTuning& t) { t.attention_l2_prefetch_mib = 32; })},
       {"attention L2 prefetch 48 MiB", with([](CudaTuning& t) { t.attention_l2_prefetch_mib = 48; })},
   };
-  const std::vector<Variant> chosen =
-      variants ? std::vector<Variant>(std::begin(all_variants), std::end(all_variants)) : std::vector<Variant>{};
+  std::vector<Variant> chosen;
+  for (const Variant& v : all_variants) {
+    if (variants && std::string(v.name).find(variant_filter) != std::string::npos) chosen.push_back(v);
+  }
+  if (variants && chosen.empty()) {
+    std::string names;
+    for (const Variant& v : all_variants) names += std::string("\n  ") + v.name;
+    throw Error("no decode variant's name contains '" + variant_filter + "'; the variants:" + names);
+  }
   for (const Variant& v : chosen) {
     DecodeVariant out;
     out.name = v.name;

@@ -54,8 +54,10 @@ struct DecodeThroughput {
 // `programmatic`: launch our GEMVs with programmatic dependent launch (back-to-back calls overlap).
 double measure_gemv_gbs(int rows, int cols, bool custom, int splits = 0, int rows_per_warp = 2,
                         bool programmatic = false, int prefetch_steps = 0);
-// `variants`: also time each DecodeVariant (one default switched off at a time).
-DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, int decode_steps, bool variants = true);
+// `variants`: also time each DecodeVariant (one default switched off at a time), or only those whose
+// name contains `variant_filter` when it is not empty.
+DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, int decode_steps, bool variants = true,
+                                const std::string& variant_filter = "");
 
 // Batched greedy decode (Backend::forward_batch_greedy: one step for every sequence of the batch),
 // each sequence its own prompt of about `context` tokens (lengths context * 7/8 .. 9/8) in its
