@@ -72,10 +72,11 @@ __device__ __forceinline__ int tile_offset(int key, int chunk) {
 }
 
 // Copies slots [first_slot, first_slot + 16) of one block's K and V into a stage; slots at or past
-// `valid` are zero-filled (never read from the pool), so a stale value cannot leak in as NaN.
+// `valid` are zero-filled (never read from the pool), so a stale value cannot leak in as NaN. The
+// copies mark their L2 lines evict-first (`policy`): a step reads each key once.
 template <int D>
 __device__ __forceinline__ void load_unit(__nv_bfloat16* stage, const bf16_bits* k_block, const bf16_bits* v_block,
-                                          int first_slot, int valid, int lane) {
+                                          int first_slot, int valid, int lane, uint64_t policy) {
   constexpr int kChunks = D / 8, kKeysPerPass = 32 / kChunks, kPasses = kUnitKeys / kKeysPerPass;
   const int chunk = lane % kChunks;
 #pragma unroll
@@ -85,8 +86,8 @@ __device__ __forceinline__ void load_unit(__nv_bfloat16* stage, const bf16_bits*
     const bool ok = slot < valid;
     const int64_t src = ok ? int64_t(slot) * D + chunk * 8 : 0;
     const int dst = tile_offset<D>(key, chunk);
-    cp_async16(stage + dst, k_block + src, ok ? 16 : 0);
-    cp_async16(stage + kUnitKeys * D + dst, v_block + src, ok ? 16 : 0);
+    cp_async16(stage + dst, k_block + src, ok ? 16 : 0, policy);
+    cp_async16(stage + kUnitKeys * D + dst, v_block + src, ok ? 16 : 0, policy);
   }
 }
 
@@ -245,11 +246,12 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
   }
 
   // Warp w takes units w, w + 4, ...; the first kStages − 1 are in flight before anything else.
+  const uint64_t kv_policy = l2_evict_first_policy();
   auto issue = [&](int unit, int stage) {
     const KvEntry ref = p.entries[begin + (unit >> unit_shift)];
     const int64_t base = (int64_t(ref.block) * p.num_kv_heads + kv_head) * head_stride;
     load_unit<D>(ring + stage * kStageElements, p.k_pool + base, p.v_pool + base,
-                 (unit & unit_mask) * kUnitKeys, ref.valid, lane);
+                 (unit & unit_mask) * kUnitKeys, ref.valid, lane, kv_policy);
   };
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
