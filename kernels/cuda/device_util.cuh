@@ -37,8 +37,7 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_b
 __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src));
 }
-// An L2 policy that marks lines for eviction first: for data read once (a decode step's K/V), so
-// it does not push out lines that later kernels will read again (weights prefetched into L2).
+// An L2 policy that marks lines for eviction first, for data read once (a decode step's K/V).
 __device__ __forceinline__ uint64_t l2_evict_first_policy() {
   uint64_t policy;
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
