@@ -47,8 +47,9 @@ constexpr int kNormWidth = 8 * kConsumers * kNormPieces;  // the widest hidden s
 enum Phase : int { kPhaseWo = 0, kPhaseGateUp = 1, kPhaseDown = 2, kPhaseQkv = 3 };
 
 __host__ __device__ constexpr int segments_per_row(int cols) { return (cols + kSegmentMax - 1) / kSegmentMax; }
-// (gate, up) row pairs a dynamic gate_up claim takes: as many as one stage holds, at most 64 segments.
-__host__ __device__ inline int pairs_per_claim(int hidden) {
+// (gate, up) row pairs a dynamic gate_up claim takes: as many as one stage holds, at most 64 segments
+// (used by the sm_90 code only, as plan_phase).
+[[maybe_unused]] __host__ __device__ inline int pairs_per_claim(int hidden) {
   const int by_stage = kStageElements / (2 * hidden), by_segments = 32 / segments_per_row(hidden);
   return by_stage < by_segments ? (by_stage > 0 ? by_stage : 1) : (by_segments > 0 ? by_segments : 1);
 }
@@ -63,7 +64,7 @@ struct PhasePlan {
   int run_row[kMaxRuns], run_rows[kMaxRuns];
 };
 
-__device__ void plan_phase(PhasePlan& plan, int phase, const DecodeLayerParams& p) {
+[[maybe_unused]] __device__ void plan_phase(PhasePlan& plan, int phase, const DecodeLayerParams& p) {
   int units = 0;
   if (phase == kPhaseWo) {
     plan.w = reinterpret_cast<const __nv_bfloat16*>(p.wo);
