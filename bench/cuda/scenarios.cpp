@@ -245,6 +245,8 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
       {"attention KV splits capped at 24", with([](CudaTuning& t) { t.decode_splits_cap = 24; })},
       {"without the attention's L2 prefetch of wo / gate_up",
        with([](CudaTuning& t) { t.attention_l2_prefetch_mib = 0; })},
+      {"attention copies no keys before the wqkv kernel ends",
+       with([](CudaTuning& t) { t.decode_kv_before_wait = false; })},
       {"attention L2 prefetch 8 MiB", with([](CudaTuning& t) { t.attention_l2_prefetch_mib = 8; })},
       {"attention L2 prefetch 32 MiB", with([](CudaTuning& t) { t.attention_l2_prefetch_mib = 32; })},
       {"attention L2 prefetch 48 MiB", with([](CudaTuning& t) { t.attention_l2_prefetch_mib = 48; })},

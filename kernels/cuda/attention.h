@@ -81,6 +81,12 @@ struct DecodeParams {
   // to 16. Changes no result.
   const void* l2_prefetch[2] = {nullptr, nullptr};
   std::size_t l2_prefetch_bytes[2] = {0, 0};
+  // The caller's promise that the kernel before this one in the stream writes no key of any
+  // sequence's table outside its last entry (this step's new token, in a decode step), nor the
+  // tables, positions or frequencies. Then, launched programmatically with a grid of one wave, the
+  // CTAs copy those keys (and, lazy, their angle inputs) before they wait for that kernel, which at
+  // batch 1 still streams its weights. Changes no result.
+  bool history_before_wait = false;
 };
 
 int decode_num_splits(int batch, int num_kv_heads, int max_entries, int sm_count);

@@ -176,8 +176,11 @@ __device__ __forceinline__ void prefetch_share_into_l2(const DecodeParams& p) {
 #endif
 }
 
+// `early` (decode_attention decides; DecodeParams::history_before_wait): the tables, the lazy angle
+// inputs and the copies of every unit outside each sequence's last entry are issued before the wait
+// for the previous kernel, which may still be writing that entry (this step's new token) and q.
 template <int D, int G, bool LAZY>
-__global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodeParams p) {
+__global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodeParams p, bool early) {
   constexpr int kStages = decode_stages<D>();
   constexpr int kStageElements = stage_elements<D>();
   constexpr int kSteps = D / 16;  // MMA k-steps of Q·K^T, and 16-dim pairs of P·V n-tiles
@@ -188,8 +191,6 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int row = lane / 4, quad_col = lane % 4;  // this lane's A/C fragment row (group head) and column pair
   __nv_bfloat16* ring = reinterpret_cast<__nv_bfloat16*>(smem) + warp * kStages * kStageElements;
-  prefetch_share_into_l2(p);                 // weights: no dependence on earlier kernels
-  wait_previous_kernel_then_release_next();  // q and the pool come from earlier kernels
 
   // The query as the A fragment: row `row` (rows >= G are zero), dims kk*16 + 2*quad_col + {0,1}
   // in q_frag[kk][0] and + 8 in q_frag[kk][1]; rows 8..15 of the tile are zero registers.
@@ -206,15 +207,20 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
   };
   uint32_t q_frag[kSteps][2];
 
-  const int entry_first = p.seq_entry_offsets[seq], entry_last = p.seq_entry_offsets[seq + 1];
-  const int per_split = (entry_last - entry_first + p.num_splits - 1) / p.num_splits;
-  const int begin = entry_first + split * per_split;
-  const int end = min(entry_last, begin + per_split);
   // block_size divides 64 (append_table checks), so units per entry is 1, 2 or 4: shifts, not divisions.
   const int unit_shift = p.block_size > 32 ? 2 : p.block_size > 16 ? 1 : 0;
   const int unit_mask = (1 << unit_shift) - 1;
-  const int num_units = max(0, end - begin) << unit_shift;
   const int64_t head_stride = int64_t(p.block_size) * D;
+  int entry_last = 0, begin = 0, num_units = 0;
+  auto find_range = [&] {
+    const int entry_first = p.seq_entry_offsets[seq];
+    entry_last = p.seq_entry_offsets[seq + 1];
+    const int per_split = (entry_last - entry_first + p.num_splits - 1) / p.num_splits;
+    begin = entry_first + split * per_split;
+    num_units = max(0, min(entry_last, begin + per_split) - begin) << unit_shift;
+  };
+  // A unit of the sequence's last entry, which the previous kernel may be writing (early calls).
+  auto fresh = [&](int unit) { return begin + (unit >> unit_shift) == entry_last - 1; };
 
   // Lazy, shared rotation: thread t < D/2 forms the angle of frequency t; work item j (two
   // consecutive dims i, i + 1 < D/2 of group head g and their RoPE partners i + D/2, i + 1 + D/2)
@@ -226,24 +232,33 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
   __nv_bfloat16* q_shared = reinterpret_cast<__nv_bfloat16*>(smem + decode_ring_bytes<D>());
   float* trig = reinterpret_cast<float*>(q_shared + G * kQStride);  // [D/2] cos, then [D/2] sin
   int32_t* angle_inputs = reinterpret_cast<int32_t*>(trig + D);      // [D/2][4]: position, shift, frequency
-  if constexpr (LAZY) {
+  auto copy_angle_inputs = [&] {
     if (threadIdx.x < kHalf) {
       int32_t* mine = angle_inputs + threadIdx.x * 4;
       cp_async4(mine, p.q_positions + seq, 4);
       cp_async4(mine + 1, num_units > 0 ? &p.entries[begin].shift : p.q_positions, num_units > 0 ? 4 : 0);
       cp_async4(mine + 2, p.inv_freq + threadIdx.x, 4);
     }
+  };
+  // The raw query words of this thread's rotation items, into q_shared (rotated in place below).
+  auto copy_query_words = [&](bool async) {
 #pragma unroll
     for (int j = 0; j < kItemsPerThread; ++j) {
       const int item = threadIdx.x + j * kDecodeWarps * 32;
       if (item < kPairItems) {
         const int g = item / (D / 4), dim = (item % (D / 4)) * 2;
-        cp_async4(q_shared + g * kQStride + dim, q_seq + g * D + dim, 4);
-        cp_async4(q_shared + g * kQStride + dim + kHalf, q_seq + g * D + dim + kHalf, 4);
+        for (int half = 0; half < 2; ++half) {
+          void* dst = q_shared + g * kQStride + dim + half * kHalf;
+          const bf16_bits* src = q_seq + g * D + dim + half * kHalf;
+          if (async) {
+            cp_async4(dst, src, 4);
+          } else {
+            *static_cast<uint32_t*>(dst) = *reinterpret_cast<const uint32_t*>(src);
+          }
+        }
       }
     }
-    cp_async_commit();
-  }
+  };
 
   // Warp w takes units w, w + 4, ...; the first kStages − 1 are in flight before anything else.
   const uint64_t kv_policy = l2_evict_first_policy();
@@ -253,19 +268,51 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
     load_unit<D>(ring + stage * kStageElements, p.k_pool + base, p.v_pool + base,
                  (unit & unit_mask) * kUnitKeys, ref.valid, lane, kv_policy);
   };
+  // The prologue's units: all of them (`which` 0), those outside the last entry (1), inside it (2).
+  auto issue_prologue = [&](int which) {
 #pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    const int unit = warp + s * kDecodeWarps;
-    if (unit < num_units) issue(unit, s);
-    cp_async_commit();
+    for (int s = 0; s < kStages - 1; ++s) {
+      const int unit = warp + s * kDecodeWarps;
+      if (unit < num_units && (which == 0 || (which == 1) != fresh(unit))) issue(unit, s);
+      if (which != 2) cp_async_commit();  // a group a stage; the last entry's units form one group
+    }
+    if (which == 2) cp_async_commit();
+  };
+  // cp.async groups, oldest first: lazy angle inputs (+ query words unless early), the prologue's
+  // kStages − 1, early calls' group of last-entry units, then one a loop iteration.
+  if (early) {
+    find_range();
+    if constexpr (LAZY) {
+      copy_angle_inputs();
+      cp_async_commit();
+    }
+    issue_prologue(1);
+  }
+  prefetch_share_into_l2(p);                 // weights: no dependence on earlier kernels
+  wait_previous_kernel_then_release_next();  // q and the pool come from earlier kernels
+  if (early) {
+    if constexpr (LAZY) copy_query_words(false);
+    issue_prologue(2);
+  } else {
+    find_range();
+    if constexpr (LAZY) {
+      copy_angle_inputs();
+      copy_query_words(true);
+      cp_async_commit();
+    }
+    issue_prologue(0);
   }
 
   long long position = 0;
   int current_shift = 0;
   if constexpr (LAZY) {
     // Under the prologue's copies: the CTA's one rotation, for the shift of its first entry. The
-    // metadata group is the oldest: waiting for all but the prologue's kStages − 1 groups waits for it.
-    cp_async_wait<kStages - 1>();
+    // metadata group is the oldest: waiting for all but the groups after it waits for it.
+    if (early) {
+      cp_async_wait<kStages>();
+    } else {
+      cp_async_wait<kStages - 1>();
+    }
     if (threadIdx.x < kHalf) {
       const int32_t* mine = angle_inputs + threadIdx.x * 4;
       rope_cos_sin(static_cast<long long>(mine[0]) - mine[1], __int_as_float(mine[2]), &trig[threadIdx.x],
@@ -277,7 +324,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
 #pragma unroll
     for (int j = 0; j < kItemsPerThread; ++j) {
       const int item = threadIdx.x + j * kDecodeWarps * 32;
-      if (item < kPairItems) {  // the words this thread copied itself: rotated in place
+      if (item < kPairItems) {  // the words this thread copied or stored itself: rotated in place
         const int g = item / (D / 4), dim = (item % (D / 4)) * 2;
         const float c0 = trig[dim], c1 = trig[dim + 1], s0 = trig[kHalf + dim], s1 = trig[kHalf + dim + 1];
         uint32_t* lo = reinterpret_cast<uint32_t*>(q_shared + g * kQStride + dim);
@@ -336,7 +383,11 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
       }
     }
     const int keys_valid = ref.valid - (unit & unit_mask) * kUnitKeys;
-    cp_async_wait<kStages - 1>();  // this unit's group has landed (for this lane)
+    if (early && fresh(unit)) {
+      cp_async_wait<0>();  // its group came after the prologue's; it is this warp's last unit anyway
+    } else {
+      cp_async_wait<kStages - 1>();  // this unit's group has landed (for this lane)
+    }
     __syncwarp();                  // ... and for every lane of the warp
     const __nv_bfloat16* k_tile = ring + stage * kStageElements;
     const __nv_bfloat16* v_tile = k_tile + kUnitKeys * D;
@@ -442,6 +493,10 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
   }
 }
 
+bool programmatic_launch_on() {
+  return !tool_switches().no_programmatic_launch && current_kernel_path().programmatic_launch;
+}
+
 // Launches with programmatic stream serialization, so the kernel's launch and CTA placement
 // overlap the previous kernel's tail (the kernels wait for it on the device); a launch the runtime
 // refuses with this attribute is retried as a plain launch.
@@ -457,7 +512,7 @@ void launch_programmatic(void (*kernel)(Params...), dim3 grid, dim3 block, int s
   attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute[0].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attribute;
-  config.numAttrs = tool_switches().no_programmatic_launch || !current_kernel_path().programmatic_launch ? 0 : 1;
+  config.numAttrs = programmatic_launch_on() ? 1 : 0;
   if (cudaLaunchKernelEx(&config, kernel, args...) != cudaSuccess) {
     (void)cudaGetLastError();  // clear the refusal, then launch the ordinary way
     kernel<<<grid, block, smem, stream>>>(args...);
@@ -468,14 +523,22 @@ void launch_programmatic(void (*kernel)(Params...), dim3 grid, dim3 block, int s
 template <int D, int G, bool LAZY>
 void launch_decode(const DecodeParams& p, cudaStream_t stream) {
   constexpr int kSmem = decode_smem_bytes<D, G, LAZY>();
-  static bool configured = false;  // one attribute call per instantiation
-  if (!configured) {
+  static int ctas_per_sm = 0;  // one attribute call per instantiation
+  if (ctas_per_sm == 0) {
     LAZYSCOPE_CUDA_CHECK(
         cudaFuncSetAttribute(decode_kernel<D, G, LAZY>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-    configured = true;
+    LAZYSCOPE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas_per_sm, decode_kernel<D, G, LAZY>,
+                                                                       kDecodeWarps * 32, kSmem));
+    ctas_per_sm = std::max(ctas_per_sm, 1);
   }
+  // Copies before the wait pay off only where every CTA starts while the previous kernel runs: a
+  // grid of one wave, launched programmatically. (A later wave's lazy CTAs would read their query
+  // behind their own copies.)
+  const long long ctas = (long long)p.num_splits * p.num_kv_heads * p.batch;
+  const bool early =
+      p.history_before_wait && programmatic_launch_on() && ctas <= (long long)ctas_per_sm * device_sm_count();
   launch_programmatic(decode_kernel<D, G, LAZY>, dim3(p.num_splits, p.num_kv_heads, p.batch),
-                      dim3(kDecodeWarps * 32), kSmem, stream, p);
+                      dim3(kDecodeWarps * 32), kSmem, stream, p, early);
 }
 
 template <int D, int G>

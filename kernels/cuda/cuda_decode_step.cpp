@@ -232,6 +232,8 @@ void CudaBackend::enqueue_decode(const DecodeMeta& meta, int batch, int splits, 
     ap.num_splits = splits;
     ap.partial_o = partial_o_.as<float>();
     ap.partial_ml = partial_ml_.as<float>();
+    // The kernel before writes only this step's new keys, each in its sequence's last entry.
+    ap.history_before_wait = tuning_.decode_kv_before_wait;
     // Past layer 0 the layer kernel before this attention prefetched these weights already.
     const bool layer_prefetched = layer_kernel && l > 0 && tuning_.decode_layer_l2_prefetch_kib > 0;
     if (batch == 1 && tuning_.attention_l2_prefetch_mib > 0 && !layer_prefetched) {

@@ -23,6 +23,9 @@ struct CudaTuning {
   // Batch 1: the attention kernel, latency-bound there, bulk-prefetches into L2 the first this
   // many MiB of the layer's wo weights and then its w_gate_up, which the next GEMVs read (0: off; 0..48).
   int attention_l2_prefetch_mib = 16;
+  // One-token attention copies the keys of every table entry but the last (this step's new token)
+  // before it waits for the wqkv kernel, where its grid is one wave (DecodeParams::history_before_wait).
+  bool decode_kv_before_wait = true;
   // Batch 1, with fused_decode and fused_kv_write: everything of a layer after its attention, and
   // the next layer's wqkv, in one persistent kernel (decode_layer.h) that streams the weights
   // through shared memory across its grid barriers (Hopper and newer; elsewhere the GEMVs).

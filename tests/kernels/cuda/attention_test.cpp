@@ -172,7 +172,8 @@ class AttentionTest : public testing::TestWithParam<Case> {};
 using TableMaker = std::function<std::vector<BlockRef>(const Case&, int variant, int new_tokens, int first_block)>;
 
 // Decode of a batch of 3 sequences (own tables, shared pool) against the CPU reference, with 1, 2
-// and 7 splits.
+// and 7 splits; each also with the keys outside the last entries copied before the kernel waits for
+// the one before it (history_before_wait), which must give the same bits.
 void expect_decode_matches_cpu(const Case& c, const TableMaker& table_of = make_table) {
   std::mt19937 rng(1234 + c.head_dim + c.ratio * 7 + c.block_size);
   const Pool pool = random_pool(c, rng);
@@ -201,7 +202,10 @@ void expect_decode_matches_cpu(const Case& c, const TableMaker& table_of = make_
   DeviceBuffer d_entries = upload(plan.entries), d_offsets = upload(plan.seq_entry_offsets);
   DeviceBuffer d_positions = upload(positions), d_inv = upload(inv_freq);
   const std::size_t out_count = std::size_t(batch) * heads * c.head_dim;
-  for (int splits : {1, 2, 7}) {
+  std::vector<float> late_output;
+  for (int run = 0; run < 6; ++run) {
+    const int splits = run / 2 == 0 ? 1 : run / 2 == 1 ? 2 : 7;
+    const bool early = run % 2 == 1;
     DeviceBuffer d_out = poisoned_output(out_count);
     SplitWorkspace split_workspace(batch * heads, splits, c.head_dim);
     DecodeParams p;
@@ -228,10 +232,17 @@ void expect_decode_matches_cpu(const Case& c, const TableMaker& table_of = make_
       p.l2_prefetch[0] = d_k.as<bf16_bits>();
       p.l2_prefetch_bytes[0] = d_k.bytes() - 6;
     }
+    p.history_before_wait = early;
     decode_attention(p, nullptr);
     LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
-    const double error = relative_error(download_bf16(d_out, out_count), expected);
-    EXPECT_LT(error, kTolerance) << "splits " << splits;
+    const std::vector<float> got = download_bf16(d_out, out_count);
+    const double error = relative_error(got, expected);
+    EXPECT_LT(error, kTolerance) << "splits " << splits << (early ? ", keys before the wait" : "");
+    if (early) {
+      EXPECT_EQ(got, late_output) << "splits " << splits << ": copying before the wait changed the output";
+    } else {
+      late_output = got;
+    }
   }
 }
 
