@@ -72,31 +72,11 @@ constexpr int ws_smem_bytes() {
 }
 
 #ifdef LAZYSCOPE_WGMMA_CODE
-__device__ __forceinline__ void mbar_init(uint64_t* bar, int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");
-}
-// Release: the arriving thread's earlier shared-memory writes are visible to a thread whose wait
-// sees the phase complete.
-__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
-}
+// mbar_init, mbar_arrive, mbar_arrive_expect_tx and mbar_wait: device_util.cuh.
 // Arrives on the barrier once every cp.async this thread issued so far has landed (no count
 // increment: the arrival is one of the phase's expected ones).
 __device__ __forceinline__ void mbar_arrive_on_copies(uint64_t* bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar)) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, int parity) {
-  asm volatile(
-      "{\n.reg .pred done;\nLAB_WAIT:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@done bra DONE;\nbra LAB_WAIT;\nDONE:\n}\n" ::"r"(smem_addr(bar)),
-      "r"(parity)
-      : "memory");
-}
-// Arrives on the barrier and adds `bytes` to the transaction count its phase waits for (the bulk
-// copies that complete it).
-__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
 }
 // One box of a 4-D tensor (map: a __grid_constant__ kernel parameter) into shared memory by the
 // tensor memory accelerator; its bytes complete on `bar`.

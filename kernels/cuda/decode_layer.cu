@@ -112,40 +112,13 @@ struct PhasePlan {
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 
-__device__ __forceinline__ void mbar_init(uint64_t* bar, int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(detail::smem_addr(bar)), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(detail::smem_addr(bar)) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(detail::smem_addr(bar)), "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, int parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "wait_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra wait_%=;\n"
-      "}\n" ::"r"(detail::smem_addr(bar)),
-      "r"(parity)
-      : "memory");
-}
-// bytes (a multiple of 16) from global memory into shared memory, counted on `bar` when they land.
-__device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                   detail::smem_addr(dst)),
-               "l"(src), "r"(bytes), "r"(detail::smem_addr(bar))
-               : "memory");
-}
-__device__ __forceinline__ void prefetch_l2(const void* src, long long bytes) {
-  bytes &= ~15ll;
-  if (bytes > 0) {
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(uint32_t(bytes)) : "memory");
-  }
-}
+using detail::bulk_load;
+using detail::mbar_arrive;
+using detail::mbar_arrive_expect_tx;
+using detail::mbar_init;
+using detail::mbar_wait;
+using detail::prefetch_l2;
+
 __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumers) : "memory"); }
 __device__ __forceinline__ unsigned long long load_acquire(const unsigned long long* p) {
   unsigned long long v;
