@@ -294,10 +294,13 @@ void prefill_table(const DeviceBuffer& inv_freq, int only_shape) {
 // Plain and lazy decode timed in alternation (time_pair), each rotating over enough copies of its
 // pool tables that the working set is several times the 60 MB L2. `only_batch`/`only_context` (> 0)
 // keep one shape (for a profiler run).
-void decode_table(double copy_gbs, const DeviceBuffer& inv_freq, int only_batch, int only_context) {
+void decode_table(double copy_gbs, const DeviceBuffer& inv_freq, int only_batch, int only_context,
+                  bool history_before_wait) {
   std::printf("\n## Decode attention (q_len 1, 32/8 heads, D 128, block 16; KV bytes read = K+V of every key;\n"
               "## lazy: a shift per 2048-token document; plain and lazy timed in alternation (ABBA), overhead =\n"
-              "## median of the per-repeat lazy/plain ratios)\n");
+              "## median of the per-repeat lazy/plain ratios; keys outside each sequence's last entry copied before\n"
+              "## the wait for the previous kernel where the grid is one wave: %s)\n",
+              history_before_wait ? "yes" : "no (--kv-after-wait)");
   std::printf("| batch | context | splits | plain µs | lazy µs | plain GB/s | lazy GB/s | plain %% of copy | lazy overhead |\n");
   std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   const int sm = device_sm_count();
@@ -355,6 +358,7 @@ void decode_table(double copy_gbs, const DeviceBuffer& inv_freq, int only_batch,
         p.num_splits = splits;
         p.partial_o = po.as<float>();
         p.partial_ml = pml.as<float>();
+        p.history_before_wait = history_before_wait;  // as the backend's decode steps
         decode_attention(p, nullptr);
         next[lazy] = (r + 1) % replicas;
       };
@@ -384,6 +388,17 @@ int main(int argc, char** argv) {
     rope.llama3 = true;
     const std::vector<float> inv = rope_inv_freq(rope, kDim);
     DeviceBuffer inv_freq = upload(inv);
+    // `--kv-after-wait` (anywhere): decode copies no key before the wait for the kernel before it
+    // (DecodeParams::history_before_wait off), for a comparison with the default.
+    bool history_before_wait = true;
+    for (int i = 1; i < argc; ++i) {
+      if (std::string(argv[i]) == "--kv-after-wait") {
+        history_before_wait = false;
+        for (int j = i; j + 1 < argc; ++j) argv[j] = argv[j + 1];
+        --argc;
+        break;
+      }
+    }
     // `--decode [BATCH CONTEXT]`: the decode table alone (a quick check of a decode-kernel change),
     // or one of its shapes (for a profiler run).
     const bool decode_only = argc > 1 && std::string(argv[1]) == "--decode";
@@ -400,7 +415,7 @@ int main(int argc, char** argv) {
       only_shape = arg[0] - '0';
     }
     if (!decode_only) prefill_table(inv_freq, only_shape);
-    if (!prefill_only) decode_table(copy_gbs, inv_freq, only_batch, only_context);
+    if (!prefill_only) decode_table(copy_gbs, inv_freq, only_batch, only_context, history_before_wait);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_cuda_attention: %s\n", e.what());
     return 1;

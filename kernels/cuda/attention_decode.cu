@@ -241,22 +241,23 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
     }
   };
   // The raw query words of this thread's rotation items, into q_shared (rotated in place below).
-  auto copy_query_words = [&](bool async) {
+  auto copy_query_words = [&] {
 #pragma unroll
     for (int j = 0; j < kItemsPerThread; ++j) {
       const int item = threadIdx.x + j * kDecodeWarps * 32;
       if (item < kPairItems) {
         const int g = item / (D / 4), dim = (item % (D / 4)) * 2;
-        for (int half = 0; half < 2; ++half) {
-          void* dst = q_shared + g * kQStride + dim + half * kHalf;
-          const bf16_bits* src = q_seq + g * D + dim + half * kHalf;
-          if (async) {
-            cp_async4(dst, src, 4);
-          } else {
-            *static_cast<uint32_t*>(dst) = *reinterpret_cast<const uint32_t*>(src);
-          }
-        }
+        cp_async4(q_shared + g * kQStride + dim, q_seq + g * D + dim, 4);
+        cp_async4(q_shared + g * kQStride + dim + kHalf, q_seq + g * D + dim + kHalf, 4);
       }
+    }
+  };
+  // Thread t < D/2: the cos and sin of frequency t for the split's first shift, from its angle inputs.
+  auto form_angles = [&] {
+    if (threadIdx.x < kHalf) {
+      const int32_t* mine = angle_inputs + threadIdx.x * 4;
+      rope_cos_sin(static_cast<long long>(mine[0]) - mine[1], __int_as_float(mine[2]), &trig[threadIdx.x],
+                   &trig[kHalf + threadIdx.x]);
     }
   };
 
@@ -279,7 +280,8 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
     if (which == 2) cp_async_commit();
   };
   // cp.async groups, oldest first: lazy angle inputs (+ query words unless early), the prologue's
-  // kStages − 1, early calls' group of last-entry units, then one a loop iteration.
+  // kStages − 1, early calls' group of last-entry units, then one a loop iteration. Early lazy
+  // calls also form their angles before the wait: only the query words come after it.
   if (early) {
     find_range();
     if constexpr (LAZY) {
@@ -287,17 +289,19 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
       cp_async_commit();
     }
     issue_prologue(1);
+    if constexpr (LAZY) {
+      cp_async_wait<kStages - 1>();  // the angle inputs, the oldest group
+      form_angles();
+      __syncthreads();  // the angles, and thread 0's position and shift, for everyone
+    }
   }
   prefetch_share_into_l2(p);                 // weights: no dependence on earlier kernels
   wait_previous_kernel_then_release_next();  // q and the pool come from earlier kernels
-  if (early) {
-    if constexpr (LAZY) copy_query_words(false);
-    issue_prologue(2);
-  } else {
+  if (!early) {
     find_range();
     if constexpr (LAZY) {
       copy_angle_inputs();
-      copy_query_words(true);
+      copy_query_words();
       cp_async_commit();
     }
     issue_prologue(0);
@@ -306,30 +310,24 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
   long long position = 0;
   int current_shift = 0;
   if constexpr (LAZY) {
-    // Under the prologue's copies: the CTA's one rotation, for the shift of its first entry. The
-    // metadata group is the oldest: waiting for all but the groups after it waits for it.
-    if (early) {
-      cp_async_wait<kStages>();
-    } else {
-      cp_async_wait<kStages - 1>();
+    // Under the prologue's copies: the CTA's one rotation, for the shift of its first entry.
+    if (!early) {
+      cp_async_wait<kStages - 1>();  // the metadata group, the oldest
+      form_angles();
+      __syncthreads();  // the angles, and thread 0's position and shift, for everyone
     }
-    if (threadIdx.x < kHalf) {
-      const int32_t* mine = angle_inputs + threadIdx.x * 4;
-      rope_cos_sin(static_cast<long long>(mine[0]) - mine[1], __int_as_float(mine[2]), &trig[threadIdx.x],
-                   &trig[kHalf + threadIdx.x]);
-    }
-    __syncthreads();  // the angles, and thread 0's position and shift, for everyone
     position = angle_inputs[0];
     current_shift = angle_inputs[1];
 #pragma unroll
     for (int j = 0; j < kItemsPerThread; ++j) {
       const int item = threadIdx.x + j * kDecodeWarps * 32;
-      if (item < kPairItems) {  // the words this thread copied or stored itself: rotated in place
+      if (item < kPairItems) {  // early: read here; else the words this thread copied: rotated in place
         const int g = item / (D / 4), dim = (item % (D / 4)) * 2;
         const float c0 = trig[dim], c1 = trig[dim + 1], s0 = trig[kHalf + dim], s1 = trig[kHalf + dim + 1];
         uint32_t* lo = reinterpret_cast<uint32_t*>(q_shared + g * kQStride + dim);
         uint32_t* hi = reinterpret_cast<uint32_t*>(q_shared + g * kQStride + dim + kHalf);
-        const uint32_t x = *lo, y = *hi;
+        const uint32_t* raw = reinterpret_cast<const uint32_t*>(q_seq + g * D + dim);
+        const uint32_t x = early ? raw[0] : *lo, y = early ? raw[kHalf / 2] : *hi;
         *lo = pack_bf16x2(bf16_lo(x) * c0 - bf16_lo(y) * s0, bf16_hi(x) * c1 - bf16_hi(y) * s1);
         *hi = pack_bf16x2(bf16_lo(y) * c0 + bf16_lo(x) * s0, bf16_hi(y) * c1 + bf16_hi(x) * s1);
       }
@@ -346,6 +344,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
   } else {
     load_query(q_frag);
   }
+  if (early) issue_prologue(2);  // after the query's loads, which the first unit waits for
   // Lazy: a warp whose unit has another shift than the last re-rotates its own fragment from the
   // raw query (documents shorter than a split; rare in long contexts).
   auto rotate_warp_query = [&](int shift) {

@@ -471,39 +471,44 @@ TEST(CudaGraphTest, AttentionL2PrefetchGivesIdenticalLogits) {
   EXPECT_TRUE(graph_use_as_expected(prefetching.graph_replays(), prefetching.graph_captures(), 1));
 }
 
-// One-token attention copying its older keys before the wqkv kernel ends (on by default) changes
-// only when they are read: graph steps with it give the same logits bit for bit as steps without it,
-// lazy and plain, while the wqkv kernel writes each new token into the table's last block (a new
-// block every 4 tokens), over a table long enough for several KV splits.
-TEST(CudaGraphTest, KeysCopiedBeforeTheWaitGiveIdenticalLogits) {
-  LAZYSCOPE_REQUIRE_GPU();
+// Graph decode steps of the default backend give the same logits, bit for bit, as one with
+// `other` tuning, lazy and plain, while the wqkv kernel writes each new token into the table's
+// last block (a new block every 4 tokens), over a table long enough for several KV splits.
+void expect_logits_identical_to(const CudaTuning& other, uint32_t seed) {
   const ModelShape shape = tiny_shape(64);
-  HostWeights w = random_weights(shape, 43);
-  CudaBackend early, late(tuned([](CudaTuning& t) { t.decode_kv_before_wait = false; }));
-  ASSERT_TRUE(early.tuning().decode_kv_before_wait);
+  HostWeights w = random_weights(shape, seed);
+  CudaBackend defaults, changed(other);
   constexpr int kBlock = 4;
-  for (CudaBackend* b : {&early, &late}) {
+  for (CudaBackend* b : {&defaults, &changed}) {
     b->load(shape, w.view);
     b->allocate_pool(96, kBlock);
   }
-  const std::vector<int32_t> prompt = random_tokens(150, shape.vocab_size, 85);
-  std::vector<float> early_logits, late_logits;
-  Segment seg = prefill(late, prompt, 0, 0, kBlock, {}, false, &late_logits);
-  prefill(early, prompt, 0, 0, kBlock, {}, false, &early_logits);
+  const std::vector<int32_t> prompt = random_tokens(150, shape.vocab_size, seed + 42);
+  std::vector<float> default_logits, changed_logits;
+  Segment seg = prefill(changed, prompt, 0, 0, kBlock, {}, false, &changed_logits);
+  prefill(defaults, prompt, 0, 0, kBlock, {}, false, &default_logits);
   std::vector<BlockRef> table = seg.blocks;
   ASSERT_GT(decode_num_splits(1, shape.num_kv_heads, int(table.size()) + 2, device_sm_count()), 1)
       << "the table must give several KV splits";
   std::vector<int32_t> tokens, positions, slots;
-  int32_t token = host_argmax(late_logits);
+  int32_t token = host_argmax(changed_logits);
   for (int i = 0; i < 12; ++i) {
     ForwardStep step = next_step(table, 150 + i, kBlock, token, i % 3 == 1, tokens, positions, slots);
     step.want_logits = true;
-    early.forward(step, &early_logits);
-    late.forward(step, &late_logits);
-    ASSERT_EQ(early_logits, late_logits) << "step " << i;
-    token = host_argmax(late_logits);
+    defaults.forward(step, &default_logits);
+    changed.forward(step, &changed_logits);
+    ASSERT_EQ(default_logits, changed_logits) << "step " << i;
+    token = host_argmax(changed_logits);
   }
-  EXPECT_TRUE(graph_use_as_expected(early.graph_replays(), early.graph_captures(), 1));
+  EXPECT_TRUE(graph_use_as_expected(defaults.graph_replays(), defaults.graph_captures(), 1));
+}
+
+// One-token attention copying its older keys before the wqkv kernel ends (on by default) changes
+// only when they are read.
+TEST(CudaGraphTest, KeysCopiedBeforeTheWaitGiveIdenticalLogits) {
+  LAZYSCOPE_REQUIRE_GPU();
+  ASSERT_TRUE(CudaTuning{}.decode_kv_before_wait);
+  expect_logits_identical_to(tuned([](CudaTuning& t) { t.decode_kv_before_wait = false; }), 43);
 }
 
 // forward_greedy on the GPU equals the CPU reference's greedy choice (or a near-tie) step by step.
