@@ -434,43 +434,6 @@ TEST(CudaGraphTest, DecodeSplitsCapKeepsLogits) {
   }
 }
 
-// The attention's L2 prefetch of the next GEMVs' weights (on by default) changes only how the step
-// runs: graph steps with it give the same logits bit for bit as stream steps without it, lazy and
-// plain, over a table long enough for several KV splits.
-TEST(CudaGraphTest, AttentionL2PrefetchGivesIdenticalLogits) {
-  LAZYSCOPE_REQUIRE_GPU();
-  const ModelShape shape = tiny_shape(64);
-  HostWeights w = random_weights(shape, 41);
-  CudaBackend prefetching, plain(tuned([](CudaTuning& t) {
-    t.graphs = false;
-    t.attention_l2_prefetch_mib = 0;
-  }));
-  ASSERT_GT(prefetching.tuning().attention_l2_prefetch_mib, 0);
-  constexpr int kBlock = 4;
-  for (CudaBackend* b : {&prefetching, &plain}) {
-    b->load(shape, w.view);
-    b->allocate_pool(96, kBlock);
-  }
-  const std::vector<int32_t> prompt = random_tokens(150, shape.vocab_size, 83);
-  std::vector<float> prefetching_logits, plain_logits;
-  Segment seg = prefill(plain, prompt, 0, 0, kBlock, {}, false, &plain_logits);
-  prefill(prefetching, prompt, 0, 0, kBlock, {}, false, &prefetching_logits);
-  std::vector<BlockRef> table = seg.blocks;
-  ASSERT_GT(decode_num_splits(1, shape.num_kv_heads, int(table.size()) + 2, device_sm_count()), 1)
-      << "the table must give several KV splits";
-  std::vector<int32_t> tokens, positions, slots;
-  int32_t token = host_argmax(plain_logits);
-  for (int i = 0; i < 12; ++i) {
-    ForwardStep step = next_step(table, 150 + i, kBlock, token, i % 3 == 1, tokens, positions, slots);
-    step.want_logits = true;
-    prefetching.forward(step, &prefetching_logits);
-    plain.forward(step, &plain_logits);
-    ASSERT_EQ(prefetching_logits, plain_logits) << "step " << i;
-    token = host_argmax(plain_logits);
-  }
-  EXPECT_TRUE(graph_use_as_expected(prefetching.graph_replays(), prefetching.graph_captures(), 1));
-}
-
 // Graph decode steps of the default backend give the same logits, bit for bit, as one with
 // `other` tuning, lazy and plain, while the wqkv kernel writes each new token into the table's
 // last block (a new block every 4 tokens), over a table long enough for several KV splits.
@@ -501,6 +464,18 @@ void expect_logits_identical_to(const CudaTuning& other, uint32_t seed) {
     token = host_argmax(changed_logits);
   }
   EXPECT_TRUE(graph_use_as_expected(defaults.graph_replays(), defaults.graph_captures(), 1));
+}
+
+// The attention's L2 prefetch of the next GEMVs' weights (on by default) changes only how the step
+// runs: graph steps with it give the same logits bit for bit as stream steps without it.
+TEST(CudaGraphTest, AttentionL2PrefetchGivesIdenticalLogits) {
+  LAZYSCOPE_REQUIRE_GPU();
+  ASSERT_GT(CudaTuning{}.attention_l2_prefetch_mib, 0);
+  expect_logits_identical_to(tuned([](CudaTuning& t) {
+                               t.graphs = false;
+                               t.attention_l2_prefetch_mib = 0;
+                             }),
+                             41);
 }
 
 // One-token attention copying its older keys before the wqkv kernel ends (on by default) changes
