@@ -535,7 +535,7 @@ void launch_decode(const DecodeParams& p, cudaStream_t stream) {
   // behind their own copies.)
   const long long ctas = (long long)p.num_splits * p.num_kv_heads * p.batch;
   const bool early =
-      p.history_before_wait && programmatic_launch_on() && ctas <= (long long)ctas_per_sm * device_sm_count();
+      p.history_before_wait && programmatic_launch_on() && ctas <= (long long)ctas_per_sm * detail::cached_sm_count();
   launch_programmatic(decode_kernel<D, G, LAZY>, dim3(p.num_splits, p.num_kv_heads, p.batch),
                       dim3(kDecodeWarps * 32), kSmem, stream, p, early);
 }
