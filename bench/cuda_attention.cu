@@ -65,6 +65,19 @@ DeviceBuffer upload(const std::vector<T>& items) {
   return buffer;
 }
 
+// The KV write's fields every call here shares: the shape, the pool and the frequencies.
+KvWriteParams kv_write_params(const Pool& pool, const DeviceBuffer& inv_freq) {
+  KvWriteParams kw;
+  kw.num_heads = kHeads;
+  kw.num_kv_heads = kKvHeads;
+  kw.head_dim = kDim;
+  kw.block_size = kBlock;
+  kw.inv_freq = inv_freq.as<float>();
+  kw.k_pool = pool.k.as<bf16_bits>();
+  kw.v_pool = pool.v.as<bf16_bits>();
+  return kw;
+}
+
 // One prefill step of one layer as the backend runs it: kv_write (new K/V into the pool and the
 // query rotation), then attention. Owns its metadata, query and workspace buffers.
 struct PrefillCase {
@@ -118,6 +131,7 @@ struct PrefillCase {
     po.resize(split_partial_o_floats(n * kHeads, most_splits, kDim) * 4);
     pml.resize(split_partial_ml_floats(n * kHeads, most_splits) * 4);
     // Pool writes land on this table's own blocks (the pool is shared by the shapes).
+    kw = kv_write_params(pool, inv_freq);
     kw.k = qkv.as<bf16_bits>() + kHeads * kDim;
     kw.v = qkv.as<bf16_bits>() + (kHeads + kKvHeads) * kDim;
     kw.row_stride = row;
@@ -126,16 +140,9 @@ struct PrefillCase {
     kw.shifts = lazy ? shifts.as<int32_t>() : nullptr;
     kw.num_shifts = lazy ? num_shifts : 0;
     kw.q_rotated = lazy ? q_rotated.as<bf16_bits>() : nullptr;
-    kw.num_heads = kHeads;
     kw.positions = positions.as<int32_t>();
     kw.slots = slots.as<int32_t>();
     kw.n = n;
-    kw.num_kv_heads = kKvHeads;
-    kw.head_dim = kDim;
-    kw.block_size = kBlock;
-    kw.inv_freq = inv_freq.as<float>();
-    kw.k_pool = pool.k.as<bf16_bits>();
-    kw.v_pool = pool.v.as<bf16_bits>();
     p.q = qkv.as<bf16_bits>();
     p.q_row_stride = row;
     p.q_positions = positions.as<int32_t>();
@@ -291,82 +298,145 @@ void prefill_table(const DeviceBuffer& inv_freq, int only_shape) {
   }
 }
 
-// Plain and lazy decode timed in alternation (time_pair), each rotating over enough copies of its
-// pool tables that the working set is several times the 60 MB L2. `only_batch`/`only_context` (> 0)
-// keep one shape (for a profiler run).
+// One decode step's metadata for every replica of the tables (plain, or lazy: a shift per
+// document), and how one step runs: the KV write of the new token (plain: q rotated in place;
+// lazy, rotating: K/V only; lazy with copies: q rotated once per shift of its sequence), then
+// attention.
+struct DecodeTables {
+  std::vector<DeviceBuffer> entries, offsets, shifts, shift_offsets, slots;
+  int max_entries = 0, max_shifts = 0;
+};
+
+DecodeTables make_decode_tables(int batch, int context, int replicas, bool lazy) {
+  DecodeTables t;
+  const int blocks_per_seq = context / kBlock;
+  std::mt19937 rng(batch * 131 + context);  // plain and lazy walk the same block orders
+  for (int r = 0; r < replicas; ++r) {
+    AttentionPlan plan;
+    std::vector<int32_t> slots;
+    for (int s = 0; s < batch; ++s) {
+      std::vector<KvEntry> table = make_table(context, (r * batch + s) * blocks_per_seq, lazy, rng);
+      append_table(plan, table.data(), int(table.size()), kBlock, lazy);
+      slots.push_back(table.back().block * kBlock + table.back().valid - 1);  // the new token's slot
+      // Query copies: each entry names its shift's copy (index among the sequence's shifts) in
+      // key_start, which the rotating and plain kernels do not read.
+      const auto first = plan.distinct_shifts.begin() + plan.seq_shift_offsets[s];
+      for (int e = plan.seq_entry_offsets[s]; e < plan.seq_entry_offsets[s + 1]; ++e) {
+        plan.entries[e].key_start = int32_t(std::find(first, plan.distinct_shifts.end(), plan.entries[e].shift) - first);
+      }
+      const int count = plan.seq_shift_offsets[s + 1] - plan.seq_shift_offsets[s];
+      t.max_shifts = std::max(t.max_shifts, count);
+    }
+    t.entries.push_back(upload(plan.entries));
+    t.offsets.push_back(upload(plan.seq_entry_offsets));
+    t.shifts.push_back(upload(plan.distinct_shifts));
+    t.shift_offsets.push_back(upload(plan.seq_shift_offsets));
+    t.slots.push_back(upload(slots));
+    t.max_entries = plan.max_entries;
+  }
+  return t;
+}
+
+// Plain, lazy (rotating in the kernel) and lazy with query copies timed in alternation with plain
+// (time_pair), attention alone and as a step (KV write + attention), each rotating over enough
+// copies of its pool tables that the working set is several times the 60 MB L2.
+// `only_batch`/`only_context` (> 0) keep one shape (for a profiler run).
 void decode_table(double copy_gbs, const DeviceBuffer& inv_freq, int only_batch, int only_context,
                   bool history_before_wait) {
   std::printf("\n## Decode attention (q_len 1, 32/8 heads, D 128, block 16; KV bytes read = K+V of every key;\n"
-              "## lazy: a shift per 2048-token document; plain and lazy timed in alternation (ABBA), overhead =\n"
-              "## median of the per-repeat lazy/plain ratios; keys outside each sequence's last entry copied before\n"
+              "## lazy: a shift per 2048-token document, the query rotated by the attention kernel (rot) or\n"
+              "## once per shift by the KV write before it (copies); attn = attention alone, step = KV write of\n"
+              "## the new token + attention (plain: q rotated in place; rot: K/V only; copies: K/V and a query\n"
+              "## copy per shift); each lazy mode timed in alternation with plain (ABBA), overhead = median of\n"
+              "## the per-repeat lazy/plain ratios; keys outside each sequence's last entry copied before\n"
               "## the wait for the previous kernel where the grid is one wave: %s)\n",
               history_before_wait ? "yes" : "no (--kv-after-wait)");
-  std::printf("| batch | context | splits | plain µs | lazy µs | plain GB/s | lazy GB/s | plain %% of copy | lazy overhead |\n");
-  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  std::printf("| batch | context | splits | shifts | plain µs | plain %% of copy | rot attn | copies attn | "
+              "plain step µs | rot step | copies step |\n");
+  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   const int sm = device_sm_count();
+  const int64_t qkv_row = int64_t(kHeads + 2 * kKvHeads) * kDim;
   for (int batch : {1, 4, 16, 32, 64}) {
     for (int context : {1024, 4096, 8192, 16384, 32768}) {
       if ((only_batch > 0 && batch != only_batch) || (only_context > 0 && context != only_context)) continue;
       const double kv_bytes = double(batch) * context * kKvHeads * kDim * 2 * 2;
       const int replicas = std::max(1, int(std::ceil(512e6 / kv_bytes)));
-      const int blocks_per_seq = context / kBlock;
-      Pool pool = make_pool(replicas * batch * blocks_per_seq);
-      std::vector<bf16_bits> q_host(std::size_t(batch) * kHeads * kDim);
-      DeviceBuffer q(q_host.size() * 2), out(q_host.size() * 2);
-      fill_random_bf16(q.as<bf16_bits>(), int64_t(q_host.size()), 3, 1.0f, nullptr);
-      std::vector<int32_t> positions(batch, context - 1 + 10000);
-      DeviceBuffer d_positions = upload(positions);
-      int splits = 1;
-      std::vector<std::vector<DeviceBuffer>> entries(2), offsets(2);
-      int max_entries = 0;
-      for (int lazy = 0; lazy < 2; ++lazy) {
-        std::mt19937 rng(batch * 131 + context);  // plain and lazy walk the same block orders
-        for (int r = 0; r < replicas; ++r) {
-          AttentionPlan plan;
-          for (int s = 0; s < batch; ++s) {
-            std::vector<KvEntry> table = make_table(context, (r * batch + s) * blocks_per_seq, lazy, rng);
-            append_table(plan, table.data(), int(table.size()), kBlock, lazy);
-          }
-          entries[lazy].push_back(upload(plan.entries));
-          offsets[lazy].push_back(upload(plan.seq_entry_offsets));
-          max_entries = plan.max_entries;
-        }
-      }
-      splits = decode_num_splits(batch, kKvHeads, max_entries, sm);
+      Pool pool = make_pool(replicas * batch * (context / kBlock));
+      // The backend's qkv rows [q | k | v]: q is the attention's query, k and v the new token's.
+      DeviceBuffer qkv(std::size_t(batch) * qkv_row * 2), out(std::size_t(batch) * kHeads * kDim * 2);
+      fill_random_bf16(qkv.as<bf16_bits>(), int64_t(batch) * qkv_row, 3, 1.0f, nullptr);
+      DeviceBuffer d_positions = upload(std::vector<int32_t>(batch, context - 1 + 10000));
+      const DecodeTables tables[2] = {make_decode_tables(batch, context, replicas, false),
+                                      make_decode_tables(batch, context, replicas, true)};
+      const int max_shifts = tables[1].max_shifts;
+      DeviceBuffer q_rotated(std::size_t(max_shifts) * batch * kHeads * kDim * 2);
+      const int splits = decode_num_splits(batch, kKvHeads, tables[0].max_entries, sm);
       DeviceBuffer po(split_partial_o_floats(batch * kHeads, splits, kDim) * 4);
       DeviceBuffer pml(split_partial_ml_floats(batch * kHeads, splits) * 4);
-      int next[2] = {0, 0};
-      auto run = [&](int lazy) {
-        const int r = next[lazy];
+      enum Mode { kPlain, kRotate, kCopies };
+      int next[3] = {0, 0, 0};
+      auto write = [&](int mode, int r) {
+        const DecodeTables& t = tables[mode == kPlain ? 0 : 1];
+        KvWriteParams kw = kv_write_params(pool, inv_freq);
+        kw.k = qkv.as<bf16_bits>() + kHeads * kDim;
+        kw.v = qkv.as<bf16_bits>() + (kHeads + kKvHeads) * kDim;
+        kw.row_stride = qkv_row;
+        kw.q = mode == kRotate ? nullptr : qkv.as<bf16_bits>();
+        kw.q_row_stride = qkv_row;
+        if (mode == kCopies) {
+          kw.shifts = t.shifts[r].as<int32_t>();
+          kw.token_shift_offsets = t.shift_offsets[r].as<int32_t>();
+          kw.num_shifts = max_shifts;
+          kw.q_rotated = q_rotated.as<bf16_bits>();
+        }
+        kw.positions = d_positions.as<int32_t>();
+        kw.slots = t.slots[r].as<int32_t>();
+        kw.n = batch;
+        kv_write(kw, nullptr);
+      };
+      auto attend = [&](int mode, int r) {
+        const DecodeTables& t = tables[mode == kPlain ? 0 : 1];
         DecodeParams p;
-        p.q = q.as<bf16_bits>();
-        p.q_row_stride = kHeads * kDim;
+        p.q = qkv.as<bf16_bits>();
+        p.q_row_stride = qkv_row;
         p.q_positions = d_positions.as<int32_t>();
         p.k_pool = pool.k.as<bf16_bits>();
         p.v_pool = pool.v.as<bf16_bits>();
-        p.entries = entries[lazy][r].as<KvEntry>();
-        p.seq_entry_offsets = offsets[lazy][r].as<int32_t>();
+        p.entries = t.entries[r].as<KvEntry>();
+        p.seq_entry_offsets = t.offsets[r].as<int32_t>();
         p.batch = batch;
-        p.max_entries = max_entries;
+        p.max_entries = t.max_entries;
         p.num_heads = kHeads;
         p.num_kv_heads = kKvHeads;
         p.head_dim = kDim;
         p.block_size = kBlock;
         p.inv_freq = inv_freq.as<float>();
-        p.lazy = lazy;
+        p.lazy = mode != kPlain;
+        if (mode == kCopies) p.q_rotated = q_rotated.as<bf16_bits>();
         p.out = out.as<bf16_bits>();
         p.num_splits = splits;
         p.partial_o = po.as<float>();
         p.partial_ml = pml.as<float>();
         p.history_before_wait = history_before_wait;  // as the backend's decode steps
         decode_attention(p, nullptr);
-        next[lazy] = (r + 1) % replicas;
       };
-      const PairTimes t = time_pair([&] { run(0); }, [&] { run(1); }, 21, 10);
-      const double plain_gbs = kv_bytes / (t.a_ms * 1e-3) / 1e9, lazy_gbs = kv_bytes / (t.b_ms * 1e-3) / 1e9;
-      std::printf("| %d | %d | %d | %.1f | %.1f | %.0f | %.0f | %.0f %% | %+.1f %% |\n", batch, context, splits,
-                  t.a_ms * 1e3, t.b_ms * 1e3, plain_gbs, lazy_gbs, 100.0 * plain_gbs / copy_gbs,
-                  100.0 * (t.ratio - 1.0));
+      // Every replica's shifts are the same (a shift per document), so one write fills the copies.
+      write(kCopies, 0);
+      auto run = [&](int mode, bool step) {
+        const int r = next[mode];
+        if (step) write(mode, r);
+        attend(mode, r);
+        next[mode] = (r + 1) % replicas;
+      };
+      const PairTimes rot = time_pair([&] { run(kPlain, false); }, [&] { run(kRotate, false); }, 21, 10);
+      const PairTimes copies = time_pair([&] { run(kPlain, false); }, [&] { run(kCopies, false); }, 21, 10);
+      const PairTimes rot_step = time_pair([&] { run(kPlain, true); }, [&] { run(kRotate, true); }, 21, 10);
+      const PairTimes copies_step = time_pair([&] { run(kPlain, true); }, [&] { run(kCopies, true); }, 21, 10);
+      const double plain_gbs = kv_bytes / (rot.a_ms * 1e-3) / 1e9;
+      std::printf("| %d | %d | %d | %d | %.1f | %.0f %% | %+.1f %% | %+.1f %% | %.1f | %+.1f %% | %+.1f %% |\n", batch,
+                  context, splits, max_shifts, rot.a_ms * 1e3, 100.0 * plain_gbs / copy_gbs, 100.0 * (rot.ratio - 1.0),
+                  100.0 * (copies.ratio - 1.0), rot_step.a_ms * 1e3, 100.0 * (rot_step.ratio - 1.0),
+                  100.0 * (copies_step.ratio - 1.0));
       std::fflush(stdout);
     }
   }

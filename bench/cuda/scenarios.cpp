@@ -502,7 +502,11 @@ std::vector<BatchedDecodeRow> measure_batched_decode(const std::string& model, i
   for (int batch : batch_sizes) {
     BatchedDecodeRow row;
     row.batch = batch;
-    for (bool lazy : {false, true}) {
+    for (int variant = 0; variant < 3; ++variant) {  // plain, lazy, lazy with the kernel rotating
+      const bool lazy = variant > 0;
+      CudaTuning tuning = backend.tuning();
+      tuning.decode_query_copies = variant != 2;
+      backend.set_tuning(tuning);
       // Every batch size and variant decodes from the same prompts (rewriting the same slots).
       std::vector<std::vector<BlockRef>> tables(prompt_tables.begin(), prompt_tables.begin() + batch);
       if (lazy) {
@@ -536,7 +540,9 @@ std::vector<BatchedDecodeRow> measure_batched_decode(const std::string& model, i
       const auto start = Clock::now();
       for (int i = 0; i < decode_steps; ++i) step_once();
       const double ms = ms_since(start) / decode_steps;
-      if (lazy) {
+      if (variant == 2) {
+        row.lazy_rotating_ms_per_step = ms;
+      } else if (lazy) {
         row.lazy_ms_per_step = ms;
       } else {
         row.ms_per_step = ms;

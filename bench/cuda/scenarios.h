@@ -69,6 +69,9 @@ struct BatchedDecodeRow {
   // The same steps with lazy attention, each prompt's second half of blocks at a shift (three
   // shift runs a sequence: 0, the shift, 0 for the decoded tokens).
   double lazy_ms_per_step = 0;
+  // The lazy steps again with the attention kernel rotating the query itself
+  // (CudaTuning::decode_query_copies off; the default writes a query copy per shift beside K/V).
+  double lazy_rotating_ms_per_step = 0;
   double kv_bytes = 0;  // K/V bytes the batch's attention reads in a step (mean over the steps)
   double tokens_per_second() const { return ms_per_step > 0 ? 1000.0 * batch / ms_per_step : 0.0; }
 };

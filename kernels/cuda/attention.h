@@ -19,7 +19,8 @@ struct alignas(16) KvEntry {
   int32_t block = 0;
   int32_t shift = 0;
   int32_t valid = 0;
-  int32_t key_start = 0;  // flattened index of the entry's first key in its sequence
+  int32_t key_start = 0;  // flattened index of the entry's first key in its sequence (decode with
+                          // query copies: the index of its shift's copy, DecodeParams::q_rotated)
 };
 
 // Prefill KV tile: consecutive entries sharing one shift, at most kPrefillTileKeys columns
@@ -71,6 +72,11 @@ struct DecodeParams {
   int block_size = 0;
   const float* inv_freq = nullptr;       // [head_dim / 2], device
   bool lazy = false;                     // q is raw and rotated by (m − δ) per shift run
+  // Lazy, optional: the query already rotated by (m − δ) for every distinct shift of its sequence
+  // (kv_write with token_shift_offsets, or the wqkv GEMV's epilogue), so the kernel rotates nothing.
+  // Sequence s's copy j is the num_heads × head_dim row at q_rotated + (j * batch + s) * num_heads *
+  // head_dim, and each entry's key_start holds instead the index j of its shift's copy.
+  const bf16_bits* q_rotated = nullptr;
   bf16_bits* out = nullptr;              // [batch, num_heads, head_dim]
   int num_splits = 1;                    // > 1 needs the workspace below
   float* partial_o = nullptr;            // [batch * num_heads, num_splits, head_dim]
@@ -175,6 +181,10 @@ struct KvWriteParams {
   const int32_t* shifts = nullptr;       // [num_shifts], device
   int num_shifts = 0;
   bf16_bits* q_rotated = nullptr;
+  // Lazy decode (optional): token t has its own shifts, shifts[token_shift_offsets[t] ..
+  // token_shift_offsets[t + 1]) ([n + 1], device), its copy j at q_rotated row (j * n + t); num_shifts
+  // is then the most any token has (the layout DecodeParams::q_rotated reads).
+  const int32_t* token_shift_offsets = nullptr;
   int num_heads = 0;
   const int32_t* positions = nullptr;    // [n]
   const int32_t* slots = nullptr;        // [n] block * block_size + offset

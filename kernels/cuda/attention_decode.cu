@@ -9,6 +9,9 @@
 // D/2 angles and the G×D rotation shared by its 4 warps through shared memory, computed while the
 // first copies are in flight); a warp that meets another shift re-rotates its own fragment from the
 // raw query (lane-local in the MMA A layout: the RoPE partner of dim d < D/2 sits in the same lane).
+// Lazy with query copies (DecodeParams::q_rotated): the kernel before rotated the query once per
+// distinct shift of its sequence; each warp runs the plain path on the copy its unit's entry names,
+// and loads another copy where a unit names another.
 #include <algorithm>
 #include <climits>
 #include <string>
@@ -179,7 +182,7 @@ __device__ __forceinline__ void prefetch_share_into_l2(const DecodeParams& p) {
 // `early` (decode_attention decides; DecodeParams::history_before_wait): the tables, the lazy angle
 // inputs and the copies of every unit outside each sequence's last entry are issued before the wait
 // for the previous kernel, which may still be writing that entry (this step's new token) and q.
-template <int D, int G, bool LAZY>
+template <int D, int G, bool LAZY, bool COPIES>
 __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodeParams p, bool early) {
   constexpr int kStages = decode_stages<D>();
   constexpr int kStageElements = stage_elements<D>();
@@ -194,7 +197,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
 
   // The query as the A fragment: row `row` (rows >= G are zero), dims kk*16 + 2*quad_col + {0,1}
   // in q_frag[kk][0] and + 8 in q_frag[kk][1]; rows 8..15 of the tile are zero registers.
-  const bf16_bits* q_seq = p.q + seq * p.q_row_stride + int64_t(kv_head) * G * D;
+  const bf16_bits* q_seq = p.q + seq * p.q_row_stride + int64_t(kv_head) * G * D;  // copies: set below
   auto load_query = [&](uint32_t (&frag)[kSteps][2]) {
 #pragma unroll
     for (int kk = 0; kk < kSteps; ++kk) {
@@ -221,6 +224,16 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
   };
   // A unit of the sequence's last entry, which the previous kernel may be writing (early calls).
   auto fresh = [&](int unit) { return begin + (unit >> unit_shift) == entry_last - 1; };
+
+  // Copies: each warp's fragment is the query copy of its unit's shift, named by the unit's entry
+  // (KvEntry::key_start holds the copy's index); its first unit's entry is the one its first copy
+  // reads, so choosing the copy adds no load before the wait.
+  int copy_slot = -1;
+  auto take_copy = [&](int slot) {
+    copy_slot = slot;
+    q_seq = p.q_rotated + (int64_t(slot) * p.batch + seq) * p.num_heads * D + int64_t(kv_head) * G * D;
+  };
+  auto take_first_copy = [&] { take_copy(warp < num_units ? p.entries[begin + (warp >> unit_shift)].key_start : 0); };
 
   // Lazy, shared rotation: thread t < D/2 forms the angle of frequency t; work item j (two
   // consecutive dims i, i + 1 < D/2 of group head g and their RoPE partners i + D/2, i + 1 + D/2)
@@ -289,6 +302,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
       cp_async_commit();
     }
     issue_prologue(1);
+    if constexpr (COPIES) take_first_copy();  // the table is not the previous kernel's to write
     if constexpr (LAZY) {
       cp_async_wait<kStages - 1>();  // the angle inputs, the oldest group
       form_angles();
@@ -305,6 +319,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
       cp_async_commit();
     }
     issue_prologue(0);
+    if constexpr (COPIES) take_first_copy();
   }
 
   long long position = 0;
@@ -379,6 +394,12 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
       if (ref.shift != current_shift) {  // one call site keeps the lazy kernel's code small
         rotate_warp_query(ref.shift);
         current_shift = ref.shift;
+      }
+    }
+    if constexpr (COPIES) {
+      if (ref.key_start != copy_slot) {
+        take_copy(ref.key_start);
+        load_query(q_frag);
       }
     }
     const int keys_valid = ref.valid - (unit & unit_mask) * kUnitKeys;
@@ -519,14 +540,14 @@ void launch_programmatic(void (*kernel)(Params...), dim3 grid, dim3 block, int s
   LAZYSCOPE_CUDA_LAUNCH_CHECK();
 }
 
-template <int D, int G, bool LAZY>
+template <int D, int G, bool LAZY, bool COPIES>
 void launch_decode(const DecodeParams& p, cudaStream_t stream) {
   constexpr int kSmem = decode_smem_bytes<D, G, LAZY>();
   static int ctas_per_sm = 0;  // one attribute call per instantiation
   if (ctas_per_sm == 0) {
     LAZYSCOPE_CUDA_CHECK(
-        cudaFuncSetAttribute(decode_kernel<D, G, LAZY>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-    LAZYSCOPE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas_per_sm, decode_kernel<D, G, LAZY>,
+        cudaFuncSetAttribute(decode_kernel<D, G, LAZY, COPIES>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+    LAZYSCOPE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas_per_sm, decode_kernel<D, G, LAZY, COPIES>,
                                                                        kDecodeWarps * 32, kSmem));
     ctas_per_sm = std::max(ctas_per_sm, 1);
   }
@@ -536,16 +557,18 @@ void launch_decode(const DecodeParams& p, cudaStream_t stream) {
   const long long ctas = (long long)p.num_splits * p.num_kv_heads * p.batch;
   const bool early =
       p.history_before_wait && programmatic_launch_on() && ctas <= (long long)ctas_per_sm * detail::cached_sm_count();
-  launch_programmatic(decode_kernel<D, G, LAZY>, dim3(p.num_splits, p.num_kv_heads, p.batch),
+  launch_programmatic(decode_kernel<D, G, LAZY, COPIES>, dim3(p.num_splits, p.num_kv_heads, p.batch),
                       dim3(kDecodeWarps * 32), kSmem, stream, p, early);
 }
 
 template <int D, int G>
 void dispatch_lazy(const DecodeParams& p, cudaStream_t stream) {
-  if (p.lazy) {
-    launch_decode<D, G, true>(p, stream);
+  if (p.lazy && p.q_rotated != nullptr) {
+    launch_decode<D, G, false, true>(p, stream);
+  } else if (p.lazy) {
+    launch_decode<D, G, true, false>(p, stream);
   } else {
-    launch_decode<D, G, false>(p, stream);
+    launch_decode<D, G, false, false>(p, stream);
   }
 }
 
@@ -671,7 +694,7 @@ int decode_num_splits(int batch, int num_kv_heads, int max_entries, int sm_count
 
 int decode_kernel_binary_version() {
   cudaFuncAttributes attributes{};
-  LAZYSCOPE_CUDA_CHECK(cudaFuncGetAttributes(&attributes, decode_kernel<128, 4, true>));
+  LAZYSCOPE_CUDA_CHECK(cudaFuncGetAttributes(&attributes, decode_kernel<128, 4, true, false>));
   return attributes.binaryVersion;
 }
 

@@ -94,6 +94,14 @@ class CudaBackend final : public Backend {
     const int32_t* slots = nullptr;      // [batch]
     const int32_t* offsets = nullptr;    // [batch + 1] into entries
     const KvEntry* entries = nullptr;
+    // Lazy steps with query copies (CudaTuning::decode_query_copies): each sequence's distinct
+    // shifts, shifts[shift_offsets[s] .. shift_offsets[s + 1]), in a region of shift_capacity
+    // values; copies_per_seq (>= any sequence's count) query copies a sequence. 0: the attention
+    // kernel rotates the query itself.
+    const int32_t* shift_offsets = nullptr;  // [batch + 1]
+    const int32_t* shifts = nullptr;
+    int shift_capacity = 0;
+    int copies_per_seq = 0;
   };
 
   // cuda_backend.cpp
@@ -124,6 +132,8 @@ class CudaBackend final : public Backend {
   // cuda_decode_step.cpp
   void run_decode(const ForwardStep& step, StepOutput output);
   void run_decode_batch(std::span<const ForwardStep> steps, StepOutput output);
+  // Grows decode_q_copies_ to `copies_per_seq` query copies for each of `batch` sequences.
+  void ensure_query_copies(int batch, int copies_per_seq);
   // The one-token forward of `batch` sequences (the body a graph captures).
   void enqueue_decode(const DecodeMeta& meta, int batch, int splits, bool lazy, int max_entries, StepOutput output);
   int decode_splits(int batch, int max_entries) const;
@@ -164,9 +174,11 @@ class CudaBackend final : public Backend {
   GemvContext gemv_;
   DeviceBuffer device_tokens_, argmax_scratch_;
   PinnedBuffer host_logits_, host_tokens_;
-  // Instantiated decode graphs by (batch, splits, lazy, output); they bake in every buffer
-  // address, so any reallocation clears them.
-  std::map<std::tuple<int, int, bool, int>, cudaGraphExec_t> graphs_;
+  // Instantiated decode graphs by (batch, splits, lazy, output, shift capacity, copies a sequence);
+  // they bake in every buffer address, so any reallocation clears them.
+  std::map<std::tuple<int, int, bool, int, int, int>, cudaGraphExec_t> graphs_;
+  DeviceBuffer decode_q_copies_;  // lazy one-token steps' query copies (DecodeParams::q_rotated)
+  std::vector<int32_t> decode_shifts_;  // a lazy one-token step's distinct shifts, being assembled
   DeviceBuffer cublas_workspace_;  // cuBLAS's workspace, ours so that graph capture never allocates
   bool gemv_ok_ = false;  // every decode GEMM can take the GEMV path (hidden, q and mlp widths % 8)
   // Batch-1 decode steps run a layer's dense part as one persistent kernel (decode_layer.h).

@@ -3,7 +3,9 @@
 // in a metadata layout fixed by the batch size and replayed from CUDA graphs.
 #include <algorithm>
 #include <cstring>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 #include "kernels/cuda/attention_plan.h"
@@ -17,11 +19,44 @@ namespace lazyscope::cuda {
 namespace {
 
 // Fixed single-sequence decode metadata layout, so a graph's kernels find every per-step value at
-// one address: [0] token, [4] position, [8] slot, [16] entry offsets {0, count}, [32] entries.
+// one address: [0] token, [4] position, [8] slot, [16] entry offsets {0, count}, [24] shift offsets
+// {0, shifts}, [32] the shifts (lazy query copies; a region of the graph's shift capacity), then
+// the entries.
 constexpr std::size_t kDecodeTokenAt = 0, kDecodePositionAt = 4, kDecodeSlotAt = 8, kDecodeOffsetsAt = 16,
-                      kDecodeEntriesAt = 32;
+                      kDecodeShiftOffsetsAt = 24, kDecodeShiftsAt = 32;
 
 constexpr std::size_t align16(std::size_t bytes) { return (bytes + 15) / 16 * 16; }
+
+// Lazy query copies: appends the table's distinct shifts, in first-seen order, to `shifts` and
+// names each entry's copy (its shift's index among them) in its key_start; returns how many.
+int assign_query_copies(std::span<const BlockRef> table, KvEntry* entries, std::vector<int32_t>& shifts) {
+  const std::size_t first = shifts.size();
+  int32_t index = 0;
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    if (i == 0 || table[i].shift != table[i - 1].shift) {  // documents are runs of one shift
+      const auto at = std::find(shifts.begin() + std::ptrdiff_t(first), shifts.end(), table[i].shift);
+      index = int32_t(at - shifts.begin() - std::ptrdiff_t(first));
+      if (at == shifts.end()) shifts.push_back(table[i].shift);
+    }
+    entries[i].key_start = index;
+  }
+  return int(shifts.size() - first);
+}
+
+// Runs of one shift in a table: at least its distinct shifts.
+int shift_runs(std::span<const BlockRef> table) {
+  int runs = 0;
+  for (std::size_t i = 0; i < table.size(); ++i) runs += i == 0 || table[i].shift != table[i - 1].shift;
+  return runs;
+}
+
+// Room for `count` values, rounded up to a power of two (>= 16): graphs are keyed by it, so few
+// distinct capacities mean few captures.
+int shift_capacity(std::size_t count) {
+  int capacity = 16;
+  while (std::size_t(capacity) < count) capacity *= 2;
+  return capacity;
+}
 
 }  // namespace
 
@@ -30,19 +65,39 @@ int CudaBackend::decode_splits(int batch, int max_entries) const {
   return tuning_.decode_splits_cap > 0 ? std::min(splits, tuning_.decode_splits_cap) : splits;
 }
 
+void CudaBackend::ensure_query_copies(int batch, int copies_per_seq) {
+  const std::size_t bytes = std::size_t(copies_per_seq) * batch * shape_.q_dim() * sizeof(bf16_bits);
+  if (bytes > decode_q_copies_.bytes()) {
+    LAZYSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));  // earlier steps may still read the old buffer
+    invalidate_graphs();
+    decode_q_copies_.resize(bytes);
+  }
+}
+
 void CudaBackend::run_decode(const ForwardStep& step, StepOutput output) {
   const int count = int(step.table.size());
   const int splits = decode_splits(1, count);
   ensure_workspace(1, shape_.num_heads * splits, 1);
-  const std::size_t bytes = kDecodeEntriesAt + std::size_t(count) * sizeof(KvEntry);
+  std::vector<int32_t>& shifts = decode_shifts_;
+  shifts.clear();
+  const bool copies = step.lazy_rotation && tuning_.decode_query_copies;
+  // The shift region's capacity, known before the entries (which follow it) are placed.
+  const int capacity = copies ? shift_capacity(std::size_t(shift_runs(step.table))) : 0;
+  if (copies) ensure_query_copies(1, capacity);
+  const std::size_t entries_at = kDecodeShiftsAt + std::size_t(capacity) * sizeof(int32_t);
+  const std::size_t bytes = entries_at + std::size_t(count) * sizeof(KvEntry);
   unsigned char* meta = stage_meta(bytes);
-  std::memset(meta, 0, kDecodeEntriesAt);
+  std::memset(meta, 0, kDecodeShiftsAt);
   std::memcpy(meta + kDecodeTokenAt, step.tokens.data(), 4);
   std::memcpy(meta + kDecodePositionAt, step.positions.data(), 4);
   std::memcpy(meta + kDecodeSlotAt, step.slots.data(), 4);
-  write_kv_entries(step.table, reinterpret_cast<KvEntry*>(meta + kDecodeEntriesAt));
-  const int32_t offsets[2] = {0, count};
+  KvEntry* entries = reinterpret_cast<KvEntry*>(meta + entries_at);
+  write_kv_entries(step.table, entries);
+  const int num_shifts = copies ? assign_query_copies(step.table, entries, shifts) : 0;
+  const int32_t offsets[2] = {0, count}, shift_offsets[2] = {0, num_shifts};
   std::memcpy(meta + kDecodeOffsetsAt, offsets, sizeof(offsets));
+  std::memcpy(meta + kDecodeShiftOffsetsAt, shift_offsets, sizeof(shift_offsets));
+  if (num_shifts > 0) std::memcpy(meta + kDecodeShiftsAt, shifts.data(), shifts.size() * sizeof(int32_t));
   upload_meta(bytes);
   const unsigned char* device_meta = step_meta_.as<unsigned char>();
   DecodeMeta where;
@@ -50,7 +105,11 @@ void CudaBackend::run_decode(const ForwardStep& step, StepOutput output) {
   where.positions = reinterpret_cast<const int32_t*>(device_meta + kDecodePositionAt);
   where.slots = reinterpret_cast<const int32_t*>(device_meta + kDecodeSlotAt);
   where.offsets = reinterpret_cast<const int32_t*>(device_meta + kDecodeOffsetsAt);
-  where.entries = reinterpret_cast<const KvEntry*>(device_meta + kDecodeEntriesAt);
+  where.entries = reinterpret_cast<const KvEntry*>(device_meta + entries_at);
+  where.shift_offsets = reinterpret_cast<const int32_t*>(device_meta + kDecodeShiftOffsetsAt);
+  where.shifts = reinterpret_cast<const int32_t*>(device_meta + kDecodeShiftsAt);
+  where.shift_capacity = capacity;
+  where.copies_per_seq = capacity;
 
   launch_decode(where, 1, splits, step.lazy_rotation, count, output);
 }
@@ -64,7 +123,7 @@ void CudaBackend::launch_decode(const DecodeMeta& meta, int batch, int splits, b
     enqueue_decode(meta, batch, splits, lazy, max_entries, output);
     return;
   }
-  const auto key_of_graph = std::make_tuple(batch, splits, lazy, int(output));
+  const auto key_of_graph = std::make_tuple(batch, splits, lazy, int(output), meta.shift_capacity, meta.copies_per_seq);
   auto found = graphs_.find(key_of_graph);
   if (found == graphs_.end()) {
     // Continuous batching meets many batch sizes: keep the cache bounded (recaptured on demand).
@@ -111,13 +170,31 @@ void CudaBackend::run_decode_batch(std::span<const ForwardStep> steps, StepOutpu
   }
   const int splits = decode_splits(batch, max_entries);
   ensure_workspace(batch, batch * shape_.num_heads * splits, batch);
-  // [tokens][positions][slots][entry offsets, batch + 1][entries], each at a 16-byte boundary:
-  // where each part starts depends on the batch size alone (a graph's addresses).
+  // Lazy with query copies: every sequence's distinct shifts, concatenated.
+  const bool copies = lazy && tuning_.decode_query_copies;
+  std::vector<int32_t>& shifts = decode_shifts_;
+  shifts.clear();
+  std::vector<int32_t> shift_offsets(batch + 1, 0);
+  // Room for the shifts before the entries are placed: a sequence has at most one a shift run.
+  int total_runs = 0, most_runs = 0;
+  for (int i = 0; copies && i < batch; ++i) {
+    const int runs = shift_runs(steps[i].table);
+    total_runs += runs;
+    most_runs = std::max(most_runs, runs);
+  }
+  const int capacity = copies ? shift_capacity(std::size_t(total_runs)) : 0;
+  const int copies_per_seq = copies ? shift_capacity(std::size_t(most_runs)) : 0;
+  if (copies) ensure_query_copies(batch, copies_per_seq);
+  // [tokens][positions][slots][entry offsets, batch + 1][shift offsets, batch + 1][shifts, capacity]
+  // [entries], each at a 16-byte boundary: where each part starts depends on the batch size and the
+  // shift capacity alone (a graph's addresses).
   const std::size_t tokens_at = 0;
   const std::size_t positions_at = align16(tokens_at + batch * sizeof(int32_t));
   const std::size_t slots_at = align16(positions_at + batch * sizeof(int32_t));
   const std::size_t offsets_at = align16(slots_at + batch * sizeof(int32_t));
-  const std::size_t entries_at = align16(offsets_at + (batch + 1) * sizeof(int32_t));
+  const std::size_t shift_offsets_at = align16(offsets_at + (batch + 1) * sizeof(int32_t));
+  const std::size_t shifts_at = align16(shift_offsets_at + (batch + 1) * sizeof(int32_t));
+  const std::size_t entries_at = align16(shifts_at + std::size_t(capacity) * sizeof(int32_t));
   const std::size_t bytes = entries_at + total_entries * sizeof(KvEntry);
   unsigned char* meta = stage_meta(bytes);
   int32_t* tokens = reinterpret_cast<int32_t*>(meta + tokens_at);
@@ -132,9 +209,15 @@ void CudaBackend::run_decode_batch(std::span<const ForwardStep> steps, StepOutpu
     slots[i] = steps[i].slots[0];
     offsets[i] = entry;
     write_kv_entries(steps[i].table, entries + entry);
+    if (copies) {
+      assign_query_copies(steps[i].table, entries + entry, shifts);
+      shift_offsets[i + 1] = int32_t(shifts.size());
+    }
     entry += int32_t(steps[i].table.size());
   }
   offsets[batch] = entry;
+  std::memcpy(meta + shift_offsets_at, shift_offsets.data(), shift_offsets.size() * sizeof(int32_t));
+  if (!shifts.empty()) std::memcpy(meta + shifts_at, shifts.data(), shifts.size() * sizeof(int32_t));
   upload_meta(bytes);
   const unsigned char* device_meta = step_meta_.as<unsigned char>();
   DecodeMeta where;
@@ -143,6 +226,10 @@ void CudaBackend::run_decode_batch(std::span<const ForwardStep> steps, StepOutpu
   where.slots = reinterpret_cast<const int32_t*>(device_meta + slots_at);
   where.offsets = reinterpret_cast<const int32_t*>(device_meta + offsets_at);
   where.entries = reinterpret_cast<const KvEntry*>(device_meta + entries_at);
+  where.shift_offsets = reinterpret_cast<const int32_t*>(device_meta + shift_offsets_at);
+  where.shifts = reinterpret_cast<const int32_t*>(device_meta + shifts_at);
+  where.shift_capacity = capacity;
+  where.copies_per_seq = copies_per_seq;
   launch_decode(where, batch, splits, lazy, max_entries, output);
 }
 
@@ -155,6 +242,7 @@ void CudaBackend::enqueue_decode(const DecodeMeta& meta, int batch, int splits, 
   bf16_bits* qkv = qkv_.as<bf16_bits>();
   bf16_bits* attn = attn_.as<bf16_bits>();
   const int64_t qkv_stride = Q + 2 * K;
+  const bool copies = lazy && meta.copies_per_seq > 0;  // the query rotated once per shift, before attention
   // The folded GEMVs take one input row: a batch runs the separate ops and cuBLAS GEMMs.
   const bool fused = tuning_.fused_decode && gemv_ok_ && batch == 1;
   // Batch 1: after layer 0's wqkv GEMV, each layer's persistent kernel also computes the next
@@ -174,6 +262,11 @@ void CudaBackend::enqueue_decode(const DecodeMeta& meta, int batch, int splits, 
     qo.num_kv_heads = shape_.num_kv_heads;
     qo.block_size = block_size_;
     qo.rotate_q = !lazy;
+    if (copies) {
+      qo.q_rotated = decode_q_copies_.as<bf16_bits>();
+      qo.shifts = meta.shifts;
+      qo.shift_offsets = meta.shift_offsets;
+    }
     return qo;
   };
   embed_tokens(meta.tokens, batch, x);
@@ -198,8 +291,14 @@ void CudaBackend::enqueue_decode(const DecodeMeta& meta, int batch, int splits, 
       kw.k = qkv + Q;
       kw.v = qkv + Q + K;
       kw.row_stride = qkv_stride;
-      kw.q = lazy ? nullptr : qkv;  // plain attention wants q rotated at its position
+      kw.q = lazy && !copies ? nullptr : qkv;  // plain attention wants q rotated at its position
       kw.q_row_stride = qkv_stride;
+      if (copies) {
+        kw.q_rotated = decode_q_copies_.as<bf16_bits>();
+        kw.shifts = meta.shifts;
+        kw.token_shift_offsets = meta.shift_offsets;
+        kw.num_shifts = meta.copies_per_seq;
+      }
       kw.num_heads = shape_.num_heads;
       kw.positions = meta.positions;
       kw.slots = meta.slots;
@@ -228,6 +327,7 @@ void CudaBackend::enqueue_decode(const DecodeMeta& meta, int batch, int splits, 
     ap.block_size = block_size_;
     ap.inv_freq = inv_freq_.as<float>();
     ap.lazy = lazy;
+    if (copies) ap.q_rotated = decode_q_copies_.as<bf16_bits>();
     ap.out = attn;
     ap.num_splits = splits;
     ap.partial_o = partial_o_.as<float>();

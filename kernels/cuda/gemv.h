@@ -71,6 +71,12 @@ struct QkvRopeOutput {
   const float* inv_freq = nullptr;     // device, [head_dim / 2]
   int q_dim = 0, kv_dim = 0, head_dim = 0, num_kv_heads = 0, block_size = 0;
   bool rotate_q = true;
+  // Lazy (rotate_q false), optional: q rotated by (position − shift) once per shift of the sequence,
+  // shifts[shift_offsets[0] .. shift_offsets[1]) (device), copy j at q_rotated + j * q_dim (the
+  // layout DecodeParams::q_rotated reads at batch 1); q itself is then not written.
+  bf16_bits* q_rotated = nullptr;
+  const int32_t* shifts = nullptr;
+  const int32_t* shift_offsets = nullptr;
 };
 bool gemv_rmsnorm_qkv_rope(const float* x, const float* norm_weight, float eps, const bf16_bits* wqkv, int cols,
                            const QkvRopeOutput& output, cudaStream_t stream, const GemvContext& context);

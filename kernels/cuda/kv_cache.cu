@@ -37,14 +37,23 @@ __device__ __forceinline__ void rotate_chunk(const bf16_bits* src, bf16_bits* ds
 
 // One CTA per (token, set). Set 0 stores K rotated by the token's position and V into the pool;
 // set 1 + r writes the query: plain (q_rotated null) rotated in place by the position, lazy
-// rotated by (position − shifts[r]) into q_rotated[r]. Each CTA computes its D/2 angles once
+// rotated by (position − shifts[r]) into q_rotated[r] (with token_shift_offsets, by the token's
+// own shift r). Each CTA computes its D/2 angles once
 // (one sincos per token, pair and shift) into shared memory; every access moves 16 bytes.
 __global__ void kv_write_kernel(KvWriteParams p) {
   extern __shared__ float trig[];  // [half] cos, then [half] sin
   const int token = blockIdx.x, set = blockIdx.y;
   const int D = p.head_dim, half = D / 2, chunks = half / 8;
   long long position = p.positions[token];
-  if (set > 0 && p.q_rotated != nullptr) position -= p.shifts[set - 1];
+  if (set > 0 && p.q_rotated != nullptr) {
+    int shift = set - 1;
+    if (p.token_shift_offsets != nullptr) {  // this token's own shifts: fewer than the grid's sets
+      const int first = p.token_shift_offsets[token];
+      if (shift >= p.token_shift_offsets[token + 1] - first) return;  // the whole CTA, before any barrier
+      shift += first;
+    }
+    position -= p.shifts[shift];
+  }
   for (int i = threadIdx.x; i < half; i += blockDim.x) rope_cos_sin(position, p.inv_freq[i], &trig[i], &trig[half + i]);
   __syncthreads();
   if (set > 0) {

@@ -2,7 +2,8 @@
 // The decode step's wqkv epilogue, shared by the wqkv GEMV and the persistent layer kernel: given
 // the fp32 sums of a RoPE pair of rows (dims i and i + D/2 of one q or k head, or any two V rows),
 // it stores them with kv_write's arithmetic on the bf16-rounded projections: q rotated by the
-// position (raw for lazy attention), K rotated and V into the pool slot slots[0].
+// position (raw for lazy attention, or rotated once per shift into q_rotated), K rotated and V into
+// the pool slot slots[0].
 #include <cuda_bf16.h>
 
 #include "kernels/cuda/device_util.cuh"
@@ -25,7 +26,7 @@ __device__ __forceinline__ void qkv_epilogue(const QkvRopeOutput& o, const int r
     return;
   }
   const bool is_q = rows[0] < o.q_dim;
-  if (is_q && !o.rotate_q) {  // lazy decode rotates the raw query itself
+  if (is_q && !o.rotate_q && o.q_rotated == nullptr) {  // lazy decode rotates the raw query itself
     q[rows[0]] = __float2bfloat16(value[0]);
     q[rows[1]] = __float2bfloat16(value[1]);
     return;
@@ -34,6 +35,16 @@ __device__ __forceinline__ void qkv_epilogue(const QkvRopeOutput& o, const int r
   const int head = local / D, i = local % D;
   const float a = __bfloat162float(__float2bfloat16(value[0])), b = __bfloat162float(__float2bfloat16(value[1]));
   float c, s;
+  if (is_q && !o.rotate_q) {  // lazy decode's query copies, one a shift
+    __nv_bfloat16* copies = reinterpret_cast<__nv_bfloat16*>(o.q_rotated);
+    const int first = o.shift_offsets[0], count = o.shift_offsets[1] - first;
+    for (int j = 0; j < count; ++j) {
+      rope_cos_sin(static_cast<long long>(o.positions[0]) - o.shifts[first + j], o.inv_freq[i], &c, &s);
+      copies[int64_t(j) * o.q_dim + rows[0]] = __float2bfloat16(a * c - b * s);
+      copies[int64_t(j) * o.q_dim + rows[1]] = __float2bfloat16(b * c + a * s);
+    }
+    return;
+  }
   rope_cos_sin(o.positions[0], o.inv_freq[i], &c, &s);
   const __nv_bfloat16 lo = __float2bfloat16(a * c - b * s), hi = __float2bfloat16(b * c + a * s);
   if (is_q) {

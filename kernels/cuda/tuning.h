@@ -26,6 +26,10 @@ struct CudaTuning {
   // One-token attention copies the keys of every table entry but the last (this step's new token)
   // before it waits for the wqkv kernel, where its grid is one wave (DecodeParams::history_before_wait).
   bool decode_kv_before_wait = true;
+  // Lazy one-token steps: the kernel that writes the new token's K/V (the wqkv GEMV, or kv_write)
+  // also writes the query rotated once per distinct shift of the sequence, and attention reads the
+  // copy of each entry's shift instead of rotating the query itself (DecodeParams::q_rotated).
+  bool decode_query_copies = true;
   // Batch 1, with fused_decode and fused_kv_write: everything of a layer after its attention, and
   // the next layer's wqkv, in one persistent kernel (decode_layer.h) that streams the weights
   // through shared memory across its grid barriers (Hopper and newer; elsewhere the GEMVs).

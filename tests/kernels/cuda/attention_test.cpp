@@ -171,9 +171,49 @@ class AttentionTest : public testing::TestWithParam<Case> {};
 
 using TableMaker = std::function<std::vector<BlockRef>(const Case&, int variant, int new_tokens, int first_block)>;
 
+// Lazy decode's query copies as kv_write makes them (DecodeParams::q_rotated): each sequence's
+// query rotated once per distinct shift of its table, into [most shifts][batch][heads × head_dim].
+// The K/V rows kv_write also stores go to a scratch block, not the test's pool.
+DeviceBuffer lazy_query_copies(const Case& c, const AttentionPlan& plan, const DeviceBuffer& d_q,
+                               const DeviceBuffer& d_positions, const DeviceBuffer& d_inv, const DeviceBuffer& d_shifts,
+                               const DeviceBuffer& d_shift_offsets) {
+  const int heads = kKvHeads * c.ratio, batch = int(plan.seq_shift_offsets.size()) - 1;
+  int most = 0;
+  for (int s = 0; s < batch; ++s) most = std::max(most, plan.seq_shift_offsets[s + 1] - plan.seq_shift_offsets[s]);
+  DeviceBuffer copies(std::size_t(most) * batch * heads * c.head_dim * 2);
+  LAZYSCOPE_CUDA_CHECK(cudaMemset(copies.as<void>(), 0xff, copies.bytes()));  // NaN where nothing is written
+  const std::vector<float> zeros(std::size_t(batch) * kKvHeads * c.head_dim, 0.0f);
+  DeviceBuffer kv_rows = upload_as_bf16(zeros);
+  DeviceBuffer scratch_k(std::size_t(c.block_size) * kKvHeads * c.head_dim * 2), scratch_v(scratch_k.bytes());
+  DeviceBuffer slots = upload(std::vector<int32_t>(batch, 0));
+  KvWriteParams kw;
+  kw.k = kv_rows.as<bf16_bits>();
+  kw.v = kv_rows.as<bf16_bits>();
+  kw.row_stride = int64_t(kKvHeads) * c.head_dim;
+  kw.q = const_cast<bf16_bits*>(d_q.as<bf16_bits>());  // read only: lazy writes its copies elsewhere
+  kw.q_row_stride = int64_t(heads) * c.head_dim;
+  kw.shifts = d_shifts.as<int32_t>();
+  kw.token_shift_offsets = d_shift_offsets.as<int32_t>();
+  kw.num_shifts = most;
+  kw.q_rotated = copies.as<bf16_bits>();
+  kw.num_heads = heads;
+  kw.positions = d_positions.as<int32_t>();
+  kw.slots = slots.as<int32_t>();
+  kw.n = batch;
+  kw.num_kv_heads = kKvHeads;
+  kw.head_dim = c.head_dim;
+  kw.block_size = c.block_size;
+  kw.inv_freq = d_inv.as<float>();
+  kw.k_pool = scratch_k.as<bf16_bits>();
+  kw.v_pool = scratch_v.as<bf16_bits>();
+  kv_write(kw, nullptr);
+  return copies;
+}
+
 // Decode of a batch of 3 sequences (own tables, shared pool) against the CPU reference, with 1, 2
 // and 7 splits; each also with the keys outside the last entries copied before the kernel waits for
-// the one before it (history_before_wait), which must give the same bits.
+// the one before it (history_before_wait), which must give the same bits. Lazy cases run each
+// again on the query copies kv_write makes (DecodeParams::q_rotated; each entry naming its copy).
 void expect_decode_matches_cpu(const Case& c, const TableMaker& table_of = make_table) {
   std::mt19937 rng(1234 + c.head_dim + c.ratio * 7 + c.block_size);
   const Pool pool = random_pool(c, rng);
@@ -201,11 +241,23 @@ void expect_decode_matches_cpu(const Case& c, const TableMaker& table_of = make_
   DeviceBuffer d_k = upload_as_bf16(stale.k), d_v = upload_as_bf16(stale.v);
   DeviceBuffer d_entries = upload(plan.entries), d_offsets = upload(plan.seq_entry_offsets);
   DeviceBuffer d_positions = upload(positions), d_inv = upload(inv_freq);
+  DeviceBuffer d_shifts = upload(plan.distinct_shifts), d_shift_offsets = upload(plan.seq_shift_offsets);
+  const DeviceBuffer d_copies =
+      c.lazy ? lazy_query_copies(c, plan, d_q, d_positions, d_inv, d_shifts, d_shift_offsets) : DeviceBuffer(16);
+  std::vector<KvEntry> named = plan.entries;  // key_start: the index of the entry's shift among its sequence's
+  for (int s = 0; s < batch; ++s) {
+    const auto first = plan.distinct_shifts.begin() + plan.seq_shift_offsets[s];
+    const auto last = plan.distinct_shifts.begin() + plan.seq_shift_offsets[s + 1];
+    for (int e = plan.seq_entry_offsets[s]; e < plan.seq_entry_offsets[s + 1]; ++e) {
+      named[e].key_start = int32_t(std::find(first, last, named[e].shift) - first);
+    }
+  }
+  DeviceBuffer d_named_entries = upload(named);
   const std::size_t out_count = std::size_t(batch) * heads * c.head_dim;
   std::vector<float> late_output;
-  for (int run = 0; run < 6; ++run) {
-    const int splits = run / 2 == 0 ? 1 : run / 2 == 1 ? 2 : 7;
-    const bool early = run % 2 == 1;
+  for (int run = 0; run < (c.lazy ? 12 : 6); ++run) {
+    const int splits = run % 6 / 2 == 0 ? 1 : run % 6 / 2 == 1 ? 2 : 7;
+    const bool early = run % 2 == 1, copies = run >= 6;
     DeviceBuffer d_out = poisoned_output(out_count);
     SplitWorkspace split_workspace(batch * heads, splits, c.head_dim);
     DecodeParams p;
@@ -233,11 +285,16 @@ void expect_decode_matches_cpu(const Case& c, const TableMaker& table_of = make_
       p.l2_prefetch_bytes[0] = d_k.bytes() - 6;
     }
     p.history_before_wait = early;
+    if (copies) {
+      p.q_rotated = d_copies.as<bf16_bits>();
+      p.entries = d_named_entries.as<KvEntry>();
+    }
     decode_attention(p, nullptr);
     LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
     const std::vector<float> got = download_bf16(d_out, out_count);
     const double error = relative_error(got, expected);
-    EXPECT_LT(error, kTolerance) << "splits " << splits << (early ? ", keys before the wait" : "");
+    EXPECT_LT(error, kTolerance) << "splits " << splits << (early ? ", keys before the wait" : "")
+                                 << (copies ? ", query copies" : "");
     if (early) {
       EXPECT_EQ(got, late_output) << "splits " << splits << ": copying before the wait changed the output";
     } else {

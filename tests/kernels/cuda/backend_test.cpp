@@ -156,6 +156,74 @@ TEST_P(BackendTest, LazyMatchesMaterializedEndToEnd) {
   }
 }
 
+// Lazy one-token steps on query copies written beside the new token's K/V (the default) give the
+// logits of the attention kernel rotating the query itself, within bf16 rounding (the two round
+// the rotated query in different operation orders): graph steps over a
+// cached document at many shifts, whose distinct shifts outgrow one capacity (16) midway, and
+// batched steps whose sequences have shift lists of different lengths.
+TEST_P(BackendTest, LazyQueryCopiesMatchRotationInAttention) {
+  LAZYSCOPE_REQUIRE_GPU();
+  ASSERT_TRUE(CudaTuning{}.decode_query_copies);
+  const ModelShape shape = GetParam().shape;
+  HostWeights w = random_weights(shape, 17);
+  CudaBackend copies, rotating(tuned([](CudaTuning& t) { t.decode_query_copies = false; }));
+  constexpr int kBlock = 4;
+  for (CudaBackend* b : {&copies, &rotating}) {
+    b->load(shape, w.view);
+    b->allocate_pool(200, kBlock);
+  }
+  // A 60-token document cached at positions 0.. in blocks 0..14.
+  const std::vector<int32_t> doc = random_tokens(60, shape.vocab_size, 51);
+  const Segment cached = prefill(copies, doc, 0, 0, kBlock, {}, false, nullptr);
+  prefill(rotating, doc, 0, 0, kBlock, {}, false, nullptr);
+  // The document `times` times in a row, each block at its own shift; a sequence decoding after it
+  // in its own blocks from `first_block`.
+  auto sequence_after = [&](int times, int first_block, int32_t token) {
+    test::DecodingSequence s;
+    for (int t = 0; t < times; ++t) {
+      for (BlockRef ref : cached.blocks) {
+        ref.shift = 5 + 9 * int(s.table.size()) + 1000 * t;
+        s.table.push_back(ref);
+      }
+    }
+    s.first_block = first_block;
+    s.next_position = times * int(doc.size());
+    s.next_token = token;
+    s.lazy = true;
+    s.block_size = kBlock;
+    return s;
+  };
+  std::vector<float> copies_logits, rotating_logits;
+  int steps = 0;
+  for (int times : {1, 2}) {  // 15 shifts + the own blocks' 0, then 31
+    test::DecodingSequence s = sequence_after(times, 100 + 20 * times, 7);
+    for (int i = 0; i < 10; ++i, ++steps) {
+      ForwardStep step = s.step();
+      step.want_logits = true;
+      copies.forward(step, &copies_logits);
+      rotating.forward(step, &rotating_logits);
+      ASSERT_LT(relative_error(copies_logits, rotating_logits), 1e-2) << "shifts " << 15 * times + 1 << ", step " << i;
+      s.advance(host_argmax(copies_logits));
+    }
+  }
+  EXPECT_TRUE(graph_use_as_expected(copies.graph_replays(), copies.graph_captures(), steps / 2));
+  // A batch of three: 1, 16 and 31 distinct shifts (the first sequence's document unshifted).
+  std::vector<test::DecodingSequence> batch{sequence_after(1, 150, 3), sequence_after(1, 160, 4),
+                                            sequence_after(2, 170, 5)};
+  for (BlockRef& ref : batch[0].table) ref.shift = 0;
+  for (int i = 0; i < 6; ++i) {
+    std::vector<ForwardStep> batch_steps;
+    for (test::DecodingSequence& s : batch) batch_steps.push_back(s.step());
+    copies.forward_batch(batch_steps, &copies_logits);
+    rotating.forward_batch(batch_steps, &rotating_logits);
+    ASSERT_LT(relative_error(copies_logits, rotating_logits), 1e-2) << "batched step " << i;
+    for (std::size_t b = 0; b < batch.size(); ++b) {
+      const auto row = copies_logits.begin() + std::ptrdiff_t(b * shape.vocab_size);
+      batch[b].advance(int32_t(std::max_element(row, row + shape.vocab_size) - row));
+    }
+  }
+}
+
 // CUDA graphs change how the step is launched, never what it computes: over 100 decode steps
 // (block size 2, so the table crosses a block every other step and the split count changes every
 // 8 steps), switching lazy/plain and greedy/logits, with a longer prefill in the middle (the step
