@@ -1,6 +1,8 @@
 // The CUDA side of the lazy-overhead probe: decode_attention (kernels/cuda/attention.h), one query
 // per sequence, on plain tables and on lazy tables whose documents each carry their own shift, in
-// bf16 as the backend runs it. Each variant rotates over enough copies of its tables and pool that
+// bf16 as the backend runs it: lazy calls read the query copies (one a shift, each entry naming
+// its copy) that the backend's decode steps have the kernel before attention write; that writing is
+// not timed here. Each variant rotates over enough copies of its tables and pool that
 // the working set is several times the L2, so every call reads K and V from HBM. Timed with CUDA
 // events around back-to-back launches on one stream.
 #include <cuda_runtime_api.h>
@@ -68,11 +70,13 @@ class CudaAttentionProbe final : public AttentionProbe {
     upload_random_bf16(k_, pool_elements, 1);
     upload_random_bf16(v_, pool_elements, 2);
     upload_random_bf16(q_, std::size_t(s.batch) * s.num_heads * s.head_dim, 3);
+    const int doc = s.document_tokens > 0 ? s.document_tokens : s.context;
+    const int documents = (s.context + doc - 1) / doc;
+    upload_random_bf16(q_copies_, std::size_t(documents) * s.batch * s.num_heads * s.head_dim, 4);
     out_.resize(std::size_t(s.batch) * s.num_heads * s.head_dim * sizeof(bf16_bits));
     upload(positions_, std::vector<int32_t>(std::size_t(s.batch), s.context - 1 + 10000));
     RopeParams rope;
     upload(inv_freq_, rope_inv_freq(rope, s.head_dim));
-    const int doc = s.document_tokens > 0 ? s.document_tokens : s.context;
     std::mt19937 rng(11);
     for (int lazy = 0; lazy < 2; ++lazy) {
       for (int r = 0; r < replicas_; ++r) {
@@ -88,6 +92,11 @@ class CudaAttentionProbe final : public AttentionProbe {
                                std::min(s.block_size, s.context - first_key), 0};
           }
           append_table(plan, table.data(), int(table.size()), s.block_size, lazy != 0);
+          if (lazy) {  // each entry names its document's query copy, as the backend's decode steps do
+            for (int i = 0; i < blocks_per_seq; ++i) {
+              plan.entries[plan.entries.size() - blocks_per_seq + i].key_start = i * s.block_size / doc;
+            }
+          }
         }
         Tables t;
         upload(t.entries, plan.entries);
@@ -124,7 +133,8 @@ class CudaAttentionProbe final : public AttentionProbe {
   std::string backend() const override { return "cuda"; }
   std::string device() const override { return device_; }
   std::string kernel() const override {
-    return "cuda decode_attention (bf16, the backend's KV-split choice)";
+    return "cuda decode_attention (bf16, the backend's KV-split choice; lazy on per-shift query copies, "
+           "their writing not timed)";
   }
 
  private:
@@ -151,6 +161,7 @@ class CudaAttentionProbe final : public AttentionProbe {
     p.block_size = s_.block_size;
     p.inv_freq = inv_freq_.as<float>();
     p.lazy = lazy;
+    if (lazy) p.q_rotated = q_copies_.as<bf16_bits>();
     p.out = out_.as<bf16_bits>();
     p.num_splits = splits_;
     p.partial_o = partial_o_.as<float>();
@@ -161,7 +172,7 @@ class CudaAttentionProbe final : public AttentionProbe {
   AttentionProbeShape s_;
   std::string device_;
   int replicas_ = 1, splits_ = 1, max_entries_ = 0;
-  DeviceBuffer k_, v_, q_, out_, positions_, inv_freq_, partial_o_, partial_ml_;
+  DeviceBuffer k_, v_, q_, q_copies_, out_, positions_, inv_freq_, partial_o_, partial_ml_;
   std::vector<Tables> tables_[2];
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
