@@ -2,8 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda_arch.h"
 #include "kernels/cuda/attention_plan.h"
+#include "kernels/overhead_probe.h"
 #include "kernels/rope.h"
 
 namespace lazyscope::cuda {
@@ -343,6 +346,20 @@ TEST(AttentionDecodeTest, ShiftAtEveryBlockMatchesCpuReference) {
                  std::to_string(c.block_size));
     expect_decode_matches_cpu(c, table_of_many_shifts);
   }
+}
+
+// The overhead probe's GPU side times lazy calls on query copies, each entry naming its document's
+// copy, as the backend's decode steps run them (memcheck runs this to check the copies' indexing).
+TEST(AttentionDecodeTest, OverheadProbeTimesLazyOnQueryCopies) {
+  LAZYSCOPE_REQUIRE_GPU();
+  const AttentionProbeShape shape{8, 2, 64, 16, 3, 1000, 256};  // four documents a sequence, the last partial
+  const std::unique_ptr<AttentionProbe> probe = make_attention_probe(shape);
+  EXPECT_NE(probe->kernel().find("query copies"), std::string::npos) << probe->kernel();
+  for (bool lazy : {false, true}) {
+    const double us = probe->time_us(lazy, 4);
+    EXPECT_TRUE(std::isfinite(us) && us > 0.0) << (lazy ? "lazy " : "plain ") << us << " µs";
+  }
+  LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 void expect_prefill_matches_cpu(const Case& c, const TableMaker& table_of = make_table) {
