@@ -318,15 +318,10 @@ DecodeTables make_decode_tables(int batch, int context, int replicas, bool lazy)
       std::vector<KvEntry> table = make_table(context, (r * batch + s) * blocks_per_seq, lazy, rng);
       append_table(plan, table.data(), int(table.size()), kBlock, lazy);
       slots.push_back(table.back().block * kBlock + table.back().valid - 1);  // the new token's slot
-      // Query copies: each entry names its shift's copy (index among the sequence's shifts) in
-      // key_start, which the rotating and plain kernels do not read.
-      const auto first = plan.distinct_shifts.begin() + plan.seq_shift_offsets[s];
-      for (int e = plan.seq_entry_offsets[s]; e < plan.seq_entry_offsets[s + 1]; ++e) {
-        plan.entries[e].key_start = int32_t(std::find(first, plan.distinct_shifts.end(), plan.entries[e].shift) - first);
-      }
       const int count = plan.seq_shift_offsets[s + 1] - plan.seq_shift_offsets[s];
       t.max_shifts = std::max(t.max_shifts, count);
     }
+    name_query_copies(plan);  // for the copies mode; the rotating and plain kernels do not read them
     t.entries.push_back(upload(plan.entries));
     t.offsets.push_back(upload(plan.seq_entry_offsets));
     t.shifts.push_back(upload(plan.distinct_shifts));

@@ -55,6 +55,13 @@ struct AttentionPlan {
 // size that does not divide kPrefillTileKeys.
 void append_table(AttentionPlan& plan, const KvEntry* table, int count, int block_size, bool lazy);
 
+// Decode with query copies (DecodeParams::q_rotated): sets the key_start of one sequence's entries
+// [0, count) to the index of the entry's shift among the sequence's distinct shifts in first-seen
+// order, appending those shifts to `shifts`; returns how many it appended.
+int name_query_copies(KvEntry* entries, int count, std::vector<int32_t>& shifts);
+// The same for every sequence of a plan (its distinct_shifts list them in the same order).
+void name_query_copies(AttentionPlan& plan);
+
 // Decode: one query per sequence; the query is the last key of its table, so every key is seen.
 struct DecodeParams {
   const bf16_bits* q = nullptr;          // [batch] rows of q_row_stride; heads contiguous

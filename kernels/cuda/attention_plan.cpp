@@ -78,6 +78,29 @@ void append_table(AttentionPlan& plan, const KvEntry* table, int count, int bloc
   plan.max_entries = std::max(plan.max_entries, count);
 }
 
+int name_query_copies(KvEntry* entries, int count, std::vector<int32_t>& shifts) {
+  const std::size_t first = shifts.size();
+  int32_t index = 0;
+  for (int i = 0; i < count; ++i) {
+    if (i == 0 || entries[i].shift != entries[i - 1].shift) {  // documents are runs of one shift
+      const auto at = std::find(shifts.begin() + std::ptrdiff_t(first), shifts.end(), entries[i].shift);
+      index = int32_t(at - shifts.begin() - std::ptrdiff_t(first));
+      if (at == shifts.end()) shifts.push_back(entries[i].shift);
+    }
+    entries[i].key_start = index;
+  }
+  return int(shifts.size() - first);
+}
+
+void name_query_copies(AttentionPlan& plan) {
+  std::vector<int32_t> shifts;
+  for (std::size_t s = 0; s + 1 < plan.seq_entry_offsets.size(); ++s) {
+    shifts.clear();
+    const int first = plan.seq_entry_offsets[s];
+    name_query_copies(plan.entries.data() + first, plan.seq_entry_offsets[s + 1] - first, shifts);
+  }
+}
+
 std::vector<int32_t> lazy_split_ranges(const AttentionPlan& plan, int seq, int splits) {
   const int first = plan.seq_tile_offsets[seq], last = plan.seq_tile_offsets[seq + 1];
   const int total = last - first;

@@ -27,22 +27,6 @@ constexpr std::size_t kDecodeTokenAt = 0, kDecodePositionAt = 4, kDecodeSlotAt =
 
 constexpr std::size_t align16(std::size_t bytes) { return (bytes + 15) / 16 * 16; }
 
-// Lazy query copies: appends the table's distinct shifts, in first-seen order, to `shifts` and
-// names each entry's copy (its shift's index among them) in its key_start; returns how many.
-int assign_query_copies(std::span<const BlockRef> table, KvEntry* entries, std::vector<int32_t>& shifts) {
-  const std::size_t first = shifts.size();
-  int32_t index = 0;
-  for (std::size_t i = 0; i < table.size(); ++i) {
-    if (i == 0 || table[i].shift != table[i - 1].shift) {  // documents are runs of one shift
-      const auto at = std::find(shifts.begin() + std::ptrdiff_t(first), shifts.end(), table[i].shift);
-      index = int32_t(at - shifts.begin() - std::ptrdiff_t(first));
-      if (at == shifts.end()) shifts.push_back(table[i].shift);
-    }
-    entries[i].key_start = index;
-  }
-  return int(shifts.size() - first);
-}
-
 // Runs of one shift in a table: at least its distinct shifts.
 int shift_runs(std::span<const BlockRef> table) {
   int runs = 0;
@@ -93,7 +77,7 @@ void CudaBackend::run_decode(const ForwardStep& step, StepOutput output) {
   std::memcpy(meta + kDecodeSlotAt, step.slots.data(), 4);
   KvEntry* entries = reinterpret_cast<KvEntry*>(meta + entries_at);
   write_kv_entries(step.table, entries);
-  const int num_shifts = copies ? assign_query_copies(step.table, entries, shifts) : 0;
+  const int num_shifts = copies ? name_query_copies(entries, count, shifts) : 0;
   const int32_t offsets[2] = {0, count}, shift_offsets[2] = {0, num_shifts};
   std::memcpy(meta + kDecodeOffsetsAt, offsets, sizeof(offsets));
   std::memcpy(meta + kDecodeShiftOffsetsAt, shift_offsets, sizeof(shift_offsets));
@@ -210,7 +194,7 @@ void CudaBackend::run_decode_batch(std::span<const ForwardStep> steps, StepOutpu
     offsets[i] = entry;
     write_kv_entries(steps[i].table, entries + entry);
     if (copies) {
-      assign_query_copies(steps[i].table, entries + entry, shifts);
+      name_query_copies(entries + entry, int(steps[i].table.size()), shifts);
       shift_offsets[i + 1] = int32_t(shifts.size());
     }
     entry += int32_t(steps[i].table.size());

@@ -92,12 +92,8 @@ class CudaAttentionProbe final : public AttentionProbe {
                                std::min(s.block_size, s.context - first_key), 0};
           }
           append_table(plan, table.data(), int(table.size()), s.block_size, lazy != 0);
-          if (lazy) {  // each entry names its document's query copy, as the backend's decode steps do
-            for (int i = 0; i < blocks_per_seq; ++i) {
-              plan.entries[plan.entries.size() - blocks_per_seq + i].key_start = i * s.block_size / doc;
-            }
-          }
         }
+        if (lazy) name_query_copies(plan);  // each entry names its document's copy, as the backend's steps do
         Tables t;
         upload(t.entries, plan.entries);
         upload(t.offsets, plan.seq_entry_offsets);

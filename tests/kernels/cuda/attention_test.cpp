@@ -247,15 +247,9 @@ void expect_decode_matches_cpu(const Case& c, const TableMaker& table_of = make_
   DeviceBuffer d_shifts = upload(plan.distinct_shifts), d_shift_offsets = upload(plan.seq_shift_offsets);
   const DeviceBuffer d_copies =
       c.lazy ? lazy_query_copies(c, plan, d_q, d_positions, d_inv, d_shifts, d_shift_offsets) : DeviceBuffer(16);
-  std::vector<KvEntry> named = plan.entries;  // key_start: the index of the entry's shift among its sequence's
-  for (int s = 0; s < batch; ++s) {
-    const auto first = plan.distinct_shifts.begin() + plan.seq_shift_offsets[s];
-    const auto last = plan.distinct_shifts.begin() + plan.seq_shift_offsets[s + 1];
-    for (int e = plan.seq_entry_offsets[s]; e < plan.seq_entry_offsets[s + 1]; ++e) {
-      named[e].key_start = int32_t(std::find(first, last, named[e].shift) - first);
-    }
-  }
-  DeviceBuffer d_named_entries = upload(named);
+  AttentionPlan named = plan;  // each entry naming its shift's copy
+  name_query_copies(named);
+  DeviceBuffer d_named_entries = upload(named.entries);
   const std::size_t out_count = std::size_t(batch) * heads * c.head_dim;
   std::vector<float> late_output;
   for (int run = 0; run < (c.lazy ? 12 : 6); ++run) {
@@ -511,6 +505,30 @@ TEST(AttentionPlanTest, RejectsShiftsInPlainCallsAndBadBlockSizes) {
   EXPECT_THROW(append_sequence(plan, table, 48, true), Error);
   table[0].valid = 0;
   EXPECT_THROW(append_sequence(plan, table, 16, true), Error);
+}
+
+// Decode with query copies: each entry names its shift's index among its sequence's distinct
+// shifts in first-seen order (a document repeated later reuses its copy), the plan's own order.
+TEST(AttentionPlanTest, QueryCopiesAreNamedInFirstSeenOrder) {
+  std::vector<KvEntry> entries{{0, 5, 16, 0}, {1, 5, 16, 16}, {2, 9, 16, 32}, {0, 70000, 16, 48}, {1, 5, 4, 64}, {3, 0, 2, 68}};
+  std::vector<int32_t> shifts{42};  // appended after what is there
+  EXPECT_EQ(name_query_copies(entries.data(), int(entries.size()), shifts), 4);
+  EXPECT_EQ(shifts, (std::vector<int32_t>{42, 5, 9, 70000, 0}));
+  std::vector<int32_t> named;
+  for (const KvEntry& e : entries) named.push_back(e.key_start);
+  EXPECT_EQ(named, (std::vector<int32_t>{0, 0, 1, 2, 0, 3}));
+
+  AttentionPlan plan;  // two sequences: each counts its own copies from 0
+  append_table(plan, entries.data(), 3, 16, true);
+  append_table(plan, entries.data() + 3, 3, 16, true);
+  name_query_copies(plan);
+  named.clear();
+  for (const KvEntry& e : plan.entries) named.push_back(e.key_start);
+  EXPECT_EQ(named, (std::vector<int32_t>{0, 0, 1, 0, 1, 2}));
+  for (std::size_t e = 0; e < plan.entries.size(); ++e) {  // the copy index points at the entry's own shift
+    const int seq = e < 3 ? 0 : 1;
+    EXPECT_EQ(plan.distinct_shifts[plan.seq_shift_offsets[seq] + plan.entries[e].key_start], plan.entries[e].shift);
+  }
 }
 
 TEST(AttentionPlanTest, TilesFollowShiftRunsAndTileWidth) {
