@@ -44,16 +44,17 @@ Pool make_pool(int blocks) {
 
 // A table of `tokens` keys over shuffled blocks [first, first + tokens / kBlock); lazy tables
 // give every cached document (keys before `cached`) its own shift; new tokens stay at shift 0.
-std::vector<KvEntry> make_table(int tokens, int first_block, bool lazy, std::mt19937& rng, int cached = 1 << 30) {
+std::vector<KvEntry> make_table(int tokens, int first_block, bool lazy, std::mt19937& rng, int cached = 1 << 30,
+                                int doc_tokens = kDocTokens) {
   const int blocks = (tokens + kBlock - 1) / kBlock;
   std::vector<int> order(blocks);
   std::iota(order.begin(), order.end(), first_block);
   std::shuffle(order.begin(), order.end(), rng);
   std::vector<KvEntry> table(blocks);
   for (int b = 0; b < blocks; ++b) {
-    const int doc = b * kBlock / kDocTokens;
+    const int doc = b * kBlock / doc_tokens;
     const bool shifted = lazy && b * kBlock < cached;
-    table[b] = KvEntry{order[b], shifted ? doc * kDocTokens + 3 : 0, std::min(kBlock, tokens - b * kBlock), 0};
+    table[b] = KvEntry{order[b], shifted ? doc * doc_tokens + 3 : 0, std::min(kBlock, tokens - b * kBlock), 0};
   }
   return table;
 }
@@ -307,7 +308,7 @@ struct DecodeTables {
   int max_entries = 0, max_shifts = 0;
 };
 
-DecodeTables make_decode_tables(int batch, int context, int replicas, bool lazy) {
+DecodeTables make_decode_tables(int batch, int context, int replicas, bool lazy, int doc_tokens) {
   DecodeTables t;
   const int blocks_per_seq = context / kBlock;
   std::mt19937 rng(batch * 131 + context);  // plain and lazy walk the same block orders
@@ -315,7 +316,7 @@ DecodeTables make_decode_tables(int batch, int context, int replicas, bool lazy)
     AttentionPlan plan;
     std::vector<int32_t> slots;
     for (int s = 0; s < batch; ++s) {
-      std::vector<KvEntry> table = make_table(context, (r * batch + s) * blocks_per_seq, lazy, rng);
+      std::vector<KvEntry> table = make_table(context, (r * batch + s) * blocks_per_seq, lazy, rng, 1 << 30, doc_tokens);
       append_table(plan, table.data(), int(table.size()), kBlock, lazy);
       slots.push_back(table.back().block * kBlock + table.back().valid - 1);  // the new token's slot
       const int count = plan.seq_shift_offsets[s + 1] - plan.seq_shift_offsets[s];
@@ -335,24 +336,26 @@ DecodeTables make_decode_tables(int batch, int context, int replicas, bool lazy)
 // Plain, lazy (rotating in the kernel) and lazy with query copies timed in alternation with plain
 // (time_pair), attention alone and as a step (KV write + attention), each rotating over enough
 // copies of its pool tables that the working set is several times the 60 MB L2.
-// `only_batch`/`only_context` (> 0) keep one shape (for a profiler run).
+// `only_batch`/`only_context` (> 0) keep one shape (for a profiler run). `doc_tokens`: the lazy
+// tables' document length (a shift each); shorter than a split, warps meet changes of shift.
 void decode_table(double copy_gbs, const DeviceBuffer& inv_freq, int only_batch, int only_context,
-                  bool history_before_wait) {
+                  bool history_before_wait, int doc_tokens, const std::vector<int>& batches,
+                  const std::vector<int>& contexts) {
   std::printf("\n## Decode attention (q_len 1, 32/8 heads, D 128, block 16; KV bytes read = K+V of every key;\n"
-              "## lazy: a shift per 2048-token document, the query rotated by the attention kernel (rot) or\n"
+              "## lazy: a shift per %d-token document, the query rotated by the attention kernel (rot) or\n"
               "## once per shift by the KV write before it (copies); attn = attention alone, step = KV write of\n"
               "## the new token + attention (plain: q rotated in place; rot: K/V only; copies: K/V and a query\n"
               "## copy per shift); each lazy mode timed in alternation with plain (ABBA), overhead = median of\n"
               "## the per-repeat lazy/plain ratios; keys outside each sequence's last entry copied before\n"
               "## the wait for the previous kernel where the grid is one wave: %s)\n",
-              history_before_wait ? "yes" : "no (--kv-after-wait)");
+              doc_tokens, history_before_wait ? "yes" : "no (--kv-after-wait)");
   std::printf("| batch | context | splits | shifts | plain µs | plain %% of copy | rot attn | copies attn | "
               "plain step µs | rot step | copies step |\n");
   std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   const int sm = device_sm_count();
   const int64_t qkv_row = int64_t(kHeads + 2 * kKvHeads) * kDim;
-  for (int batch : {1, 4, 16, 32, 64}) {
-    for (int context : {1024, 4096, 8192, 16384, 32768}) {
+  for (int batch : batches) {
+    for (int context : contexts) {
       if ((only_batch > 0 && batch != only_batch) || (only_context > 0 && context != only_context)) continue;
       const double kv_bytes = double(batch) * context * kKvHeads * kDim * 2 * 2;
       const int replicas = std::max(1, int(std::ceil(512e6 / kv_bytes)));
@@ -361,8 +364,8 @@ void decode_table(double copy_gbs, const DeviceBuffer& inv_freq, int only_batch,
       DeviceBuffer qkv(std::size_t(batch) * qkv_row * 2), out(std::size_t(batch) * kHeads * kDim * 2);
       fill_random_bf16(qkv.as<bf16_bits>(), int64_t(batch) * qkv_row, 3, 1.0f, nullptr);
       DeviceBuffer d_positions = upload(std::vector<int32_t>(batch, context - 1 + 10000));
-      const DecodeTables tables[2] = {make_decode_tables(batch, context, replicas, false),
-                                      make_decode_tables(batch, context, replicas, true)};
+      const DecodeTables tables[2] = {make_decode_tables(batch, context, replicas, false, doc_tokens),
+                                      make_decode_tables(batch, context, replicas, true, doc_tokens)};
       const int max_shifts = tables[1].max_shifts;
       DeviceBuffer q_rotated(std::size_t(max_shifts) * batch * kHeads * kDim * 2);
       const int splits = decode_num_splits(batch, kKvHeads, tables[0].max_entries, sm);
@@ -480,7 +483,13 @@ int main(int argc, char** argv) {
       only_shape = arg[0] - '0';
     }
     if (!decode_only) prefill_table(inv_freq, only_shape);
-    if (!prefill_only) decode_table(copy_gbs, inv_freq, only_batch, only_context, history_before_wait);
+    if (!prefill_only) {
+      decode_table(copy_gbs, inv_freq, only_batch, only_context, history_before_wait, kDocTokens, {1, 4, 16, 32, 64},
+                   {1024, 4096, 8192, 16384, 32768});
+      // RAG-sized documents: shorter than a split at batch 1-4, so warps change shift mid-split.
+      decode_table(copy_gbs, inv_freq, only_batch, only_context, history_before_wait, 256, {1, 4, 16},
+                   {1024, 4096, 8192});
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_cuda_attention: %s\n", e.what());
     return 1;

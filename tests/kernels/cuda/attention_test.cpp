@@ -318,13 +318,15 @@ TEST(AttentionDecodeTest, OtherBlockSizesMatchCpuReference) {
 }
 
 // Lazy decode where the shift changes at every block (and, in the second sequence, at every other
-// one): most units of a split have another shift than its first entry, so the warps re-rotate
-// their own queries, again and again, beside the CTA's shared first rotation.
+// one; in the third, two shifts take turns every two blocks, so a warp returns to a copy it left):
+// most units of a split have another shift than its first entry, so the warps re-rotate their own
+// queries (or load other copies, ahead or where they meet them) again and again.
 std::vector<BlockRef> table_of_many_shifts(const Case& c, int variant, int new_tokens, int first_block) {
   std::vector<BlockRef> table;
   const int blocks = 26 + 3 * variant;
   for (int b = 0; b < blocks; ++b) {
-    const int shift = shift_value(c.shifts, 1 + (variant == 1 ? b / 2 : b)) + 3 * b;
+    const int shift = variant == 2 ? shift_value(c.shifts, 1 + b / 2 % 2) + 5 * (b / 2 % 2)
+                                   : shift_value(c.shifts, 1 + (variant == 1 ? b / 2 : b)) + 3 * b;
     table.push_back(BlockRef{first_block + b, shift, b + 1 == blocks ? std::max(1, c.block_size - 3) : c.block_size});
   }
   table.push_back(BlockRef{first_block + blocks, 0, std::min(new_tokens, c.block_size)});
