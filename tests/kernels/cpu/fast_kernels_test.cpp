@@ -10,6 +10,7 @@
 #include <random>
 
 #include "base/error.h"
+#include "engine/runtime/equivalence.h"
 #include "engine/runtime/session.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/cpu_backend.h"
@@ -320,8 +321,14 @@ TEST(CpuFastBackend, ForwardMatchesTheExactBackendOnTheSameWeights) {
   EXPECT_GT(worst, 0.0);  // activations really are quantized on the fast side
 }
 
-// In fast mode lazy and materialized run the same kernels on the same numbers: same tokens.
-TEST(CpuFastBackend, LazyAndMaterializedGiveTheSameGreedyTokens) {
+// In fast mode lazy and materialized run the same kernels, but not on the same numbers (lazy
+// rotates the query by m - shift against keys rotated at local positions, materialized the query
+// by m against re-rotated copies), so on these synthetic weights' flat logits their greedy tokens
+// may part where two tokens are within the fast rounding of each other: judged by the engine's
+// rule with the fast bound, a cold and a warm (reordered) pair agree or part at a near-tie. (Its
+// earlier form asked for identical tokens, which held with the AVX-512 kernels' rounding and
+// not with the AVX2 ones'.)
+TEST(CpuFastBackend, LazyAndMaterializedAgreeByTheFastRule) {
   SessionOptions options;
   options.synthetic = "small";
   options.backend = BackendKind::Cpu;
@@ -344,15 +351,23 @@ TEST(CpuFastBackend, LazyAndMaterializedGiveTheSameGreedyTokens) {
   RunOptions lazy, materialized;
   lazy.policy = Policy::Lazy;
   materialized.policy = Policy::Materialized;
+  auto judge = [](const RunResult& x, const RunResult& y) {
+    return compare_greedy_runs(x.step_logits, x.generated_ids, y.step_logits, y.generated_ids,
+                               logit_tolerance_for(x.backend, x.cpu_precision));
+  };
   const RunResult a = session.submit(r, lazy);
   const RunResult b = session.submit(r, materialized);
   ASSERT_EQ(a.generated_ids.size(), 12u);
-  EXPECT_EQ(a.generated_ids, b.generated_ids);
+  ASSERT_EQ(a.step_logits.size(), 12u);
+  const EquivalenceResult cold = judge(a, b);
+  EXPECT_NE(cold.verdict, EquivalenceVerdict::Different) << cold.explanation;
   // The warm lazy run (every document from the pool, reordered) still agrees.
   r.order = {1, 0, 2};
   const RunResult c = session.submit(r, lazy);
   const RunResult d = session.submit(r, materialized);
-  EXPECT_EQ(c.generated_ids, d.generated_ids);
+  const EquivalenceResult warm = judge(c, d);
+  EXPECT_NE(warm.verdict, EquivalenceVerdict::Different) << warm.explanation;
+  EXPECT_GT(warm.steps.size(), 0u);
 }
 
 }  // namespace
