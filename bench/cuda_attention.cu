@@ -316,7 +316,8 @@ DecodeTables make_decode_tables(int batch, int context, int replicas, bool lazy,
     AttentionPlan plan;
     std::vector<int32_t> slots;
     for (int s = 0; s < batch; ++s) {
-      std::vector<KvEntry> table = make_table(context, (r * batch + s) * blocks_per_seq, lazy, rng, 1 << 30, doc_tokens);
+      std::vector<KvEntry> table =
+          make_table(context, (r * batch + s) * blocks_per_seq, lazy, rng, 1 << 30, doc_tokens);
       append_table(plan, table.data(), int(table.size()), kBlock, lazy);
       slots.push_back(table.back().block * kBlock + table.back().valid - 1);  // the new token's slot
       const int count = plan.seq_shift_offsets[s + 1] - plan.seq_shift_offsets[s];
