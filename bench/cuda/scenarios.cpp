@@ -231,6 +231,8 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
          t.decode_layer_kernel = true;
          t.decode_layer_stages = 6;
        })},
+      {"GEMVs split-K until 1 CTA an SM", with([](CudaTuning& t) { t.gemv_split_ctas_per_sm = 1; })},
+      {"GEMVs split-K until 2 CTAs an SM", with([](CudaTuning& t) { t.gemv_split_ctas_per_sm = 2; })},
       {"without PDL (GEMVs launched plainly)",
        with([](CudaTuning& t) { t.programmatic_gemv = false; })},
       {"without kv_write in the wqkv GEMV", with([](CudaTuning& t) { t.fused_kv_write = false; })},

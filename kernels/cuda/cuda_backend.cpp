@@ -38,6 +38,10 @@ void check_tuning(const CudaTuning& tuning) {
     throw Error("cuda backend: gemv_prefetch_steps " + std::to_string(tuning.gemv_prefetch_steps) +
                 " is out of range (0..64)");
   }
+  if (tuning.gemv_split_ctas_per_sm < 0 || tuning.gemv_split_ctas_per_sm > 8) {
+    throw Error("cuda backend: gemv_split_ctas_per_sm " + std::to_string(tuning.gemv_split_ctas_per_sm) +
+                " is out of range (0..8)");
+  }
   if (tuning.decode_layer_stages < 2 || tuning.decode_layer_stages > 8) {
     throw Error("cuda backend: decode_layer_stages " + std::to_string(tuning.decode_layer_stages) +
                 " is out of range (2..8)");
@@ -140,12 +144,13 @@ void CudaBackend::allocate_weights(const ModelShape& model) {
     lw.w_gate_up.resize(2 * I * H * 2);
     lw.w_down.resize(H * I * 2);
   }
-  // Split-K scratch for the largest need among the step's GEMVs; counters start (and stay) zero.
+  // Split-K scratch for the largest need among the step's GEMVs under any split rule the tuning
+  // may choose (16 splits, the most); counters start (and stay) zero.
   GemvWorkspaceSize need;
   const int gemv_shapes[5][2] = {{int(Q + 2 * K), int(H)}, {int(H), int(Q)}, {int(2 * I), int(H)}, {int(H), int(I)},
                                  {int(V), int(H)}};
   for (const auto& rc : gemv_shapes) {
-    const GemvWorkspaceSize size = gemv_workspace_size(rc[0], rc[1]);
+    const GemvWorkspaceSize size = gemv_workspace_size_for_splits(rc[0], 16);
     need.partial_floats = std::max(need.partial_floats, size.partial_floats);
     need.num_counters = std::max(need.num_counters, size.num_counters);
   }
@@ -269,6 +274,7 @@ void CudaBackend::set_tuning(const CudaTuning& tuning) {
   tuning_ = tuning;
   gemv_.programmatic = tuning.programmatic_gemv;
   gemv_.prefetch_steps = tuning.gemv_prefetch_steps;
+  gemv_.split_ctas_per_sm = tuning.gemv_split_ctas_per_sm;
   choose_decode_layer();
 }
 

@@ -283,6 +283,18 @@ int gemv_splits_for(int rows, int cols, int sm_count) {
   return splits;
 }
 
+// GemvContext::split_ctas_per_sm > 0: double the splits until the grid has that many CTAs an SM,
+// each split keeping at least 8 pieces (64 columns).
+int gemv_splits_to_fill(int rows, int cols, int sm_count, int ctas_per_sm) {
+  const int row_blocks = (rows + kGemvRowsPerCta - 1) / kGemvRowsPerCta;
+  const int pieces = cols / 8;
+  int splits = 1;
+  while (splits < kGemvMaxSplits && row_blocks * splits < ctas_per_sm * sm_count && pieces / (2 * splits) >= 8) {
+    splits *= 2;
+  }
+  return splits;
+}
+
 }  // namespace
 
 int gemv_num_splits(int rows, int cols) { return gemv_splits_for(rows, cols, detail::cached_sm_count()); }
@@ -311,7 +323,11 @@ bool launch_gemv(const GemvInput& input, const bf16_bits* w, int rows, int cols,
   if (cols % 8 != 0) throw Error("cuda gemv: cols " + std::to_string(cols) + " is not a multiple of 8");
   if (rows <= 0 || cols <= 0) return true;
   const int row_blocks = (rows + ROWS * kGemvWarps - 1) / (ROWS * kGemvWarps);
-  if (splits <= 0) splits = gemv_num_splits(rows, cols);
+  if (splits <= 0) {
+    splits = context.split_ctas_per_sm > 0
+                 ? gemv_splits_to_fill(rows, cols, detail::cached_sm_count(), context.split_ctas_per_sm)
+                 : gemv_num_splits(rows, cols);
+  }
   splits = std::max(1, std::min({splits, kGemvMaxSplits, cols / 8}));
   const GemvWorkspaceSize need = gemv_workspace_size_for_splits(rows, splits);
   const GemvWorkspace& workspace = context.workspace;

@@ -32,6 +32,11 @@ struct GemvContext {
   // Each warp also bulk-prefetches into L2 the weight pieces of its next `prefetch_steps` steps
   // (0: off; 0..64). Moves no arithmetic.
   int prefetch_steps = 0;
+  // Column splits (split-K) where a call leaves them to the shape: 0 splits only matrices so short
+  // that their CTAs number under a quarter of the SMs (gemv_num_splits); n > 0 doubles the splits
+  // until the grid has at least n CTAs an SM (at most 16 splits; 1..8). Needs a workspace sized for
+  // it (gemv_workspace_size_for_splits(rows, 16) covers every choice), else one pass.
+  int split_ctas_per_sm = 0;
 };
 // Column splits gemv_bf16 uses for this shape on the current device (1: no workspace needed).
 int gemv_num_splits(int rows, int cols);

@@ -402,6 +402,23 @@ TEST_P(BackendTest, DecodeLayerKernelMatchesGemvLaunches) {
   expect_same_decode(layer, gemvs, shape, 29, 73, 1e-2);
 }
 
+// GEMVs split over their columns until the grid has 4 CTAs an SM (every decode GEMV of this shape
+// then splits, through the RMSNorm, SwiGLU and K/V-writing input paths) against the rule that
+// splits only matrices of very few rows: the same decode within rounding (the partials add each
+// row in another order).
+TEST_P(BackendTest, GemvSplitKDecodeMatchesFewerSplits) {
+  LAZYSCOPE_REQUIRE_GPU();
+  const ModelShape shape = GetParam().shape;
+  HostWeights w = random_weights(shape, 37);
+  CudaBackend split(tuned([](CudaTuning& t) { t.gemv_split_ctas_per_sm = 4; })),
+      fewer(tuned([](CudaTuning& t) { t.gemv_split_ctas_per_sm = 0; }));
+  for (CudaBackend* b : {&split, &fewer}) {
+    b->load(shape, w.view);
+    b->allocate_pool(16, 16);
+  }
+  expect_same_decode(split, fewer, shape, 29, 73, 1e-2);
+}
+
 // Programmatic dependent launch of the GEMVs (the default) changes only when kernels start:
 // graph steps with it give the same logits bit for bit as stream steps without it.
 TEST(CudaGraphTest, ProgrammaticLaunchGivesIdenticalLogits) {
@@ -469,6 +486,15 @@ TEST(CudaBackendTuningTest, RejectsOutOfRangeChoices) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("decode_layer_l2_prefetch_kib 1025"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("0..1024"), std::string::npos) << e.what();
+  }
+  for (int ctas : {-1, 9}) {
+    try {
+      gpu.set_tuning(tuned([&](CudaTuning& t) { t.gemv_split_ctas_per_sm = ctas; }));
+      FAIL() << "gemv_split_ctas_per_sm " << ctas << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("gemv_split_ctas_per_sm " + std::to_string(ctas)), std::string::npos);
+      EXPECT_NE(std::string(e.what()).find("0..8"), std::string::npos) << e.what();
+    }
   }
   EXPECT_EQ(gpu.tuning().decode_splits_cap, CudaTuning{}.decode_splits_cap);
   EXPECT_EQ(gpu.tuning().gemv_prefetch_steps, 0);
