@@ -21,8 +21,9 @@ struct CudaTuning {
   // splits until the grid has n CTAs an SM; 0 splits only matrices of very few rows (0..8). With 1,
   // Llama-3.2-1B's wo and down (128 CTAs of 16 rows for 132 SMs) run as 256 CTAs of half the
   // columns: H100, two rounds, 861.3 / 861.5 against 854.1 / 855.5 tok/s; 2 and 4 were slower
-  // (804, 706: wqkv's grid then exceeds one wave); 8B grids are full and do not change. Opt-in
-  // until the whole GPU suite has run with it on.
+  // (804, 706: wqkv's grid then exceeds one wave); 8B grids are full and do not change. Off by
+  // default: a second H100 call gave the 1B +0.2-0.3 % and SmolLM2-135M -23 % (narrow rows, where
+  // the partials' reduction dominates).
   int gemv_split_ctas_per_sm = 0;
   // At most this many KV splits in one-token attention (0: decode_num_splits' choice). Run 3:
   // a cap of 16 was 0.8 % (8B) to 4.5 % (SmolLM2) faster than the uncapped 33 (less to merge).
