@@ -283,8 +283,8 @@ int gemv_splits_for(int rows, int cols, int sm_count) {
   return splits;
 }
 
-// GemvContext::split_ctas_per_sm > 0: double the splits until the grid has that many CTAs an SM,
-// each split keeping at least 8 pieces (64 columns).
+}  // namespace
+
 int gemv_splits_to_fill(int rows, int cols, int sm_count, int ctas_per_sm) {
   const int row_blocks = (rows + kGemvRowsPerCta - 1) / kGemvRowsPerCta;
   const int pieces = cols / 8;
@@ -294,8 +294,6 @@ int gemv_splits_to_fill(int rows, int cols, int sm_count, int ctas_per_sm) {
   }
   return splits;
 }
-
-}  // namespace
 
 int gemv_num_splits(int rows, int cols) { return gemv_splits_for(rows, cols, detail::cached_sm_count()); }
 

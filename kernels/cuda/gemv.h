@@ -40,6 +40,10 @@ struct GemvContext {
 };
 // Column splits gemv_bf16 uses for this shape on the current device (1: no workspace needed).
 int gemv_num_splits(int rows, int cols);
+// The splits GemvContext::split_ctas_per_sm = n > 0 chooses: doubled (at most 16) until the grid of
+// 16-row blocks has n CTAs for each of `sm_count` SMs, each split keeping at least 8 pieces (64
+// columns). Host logic, no device needed.
+int gemv_splits_to_fill(int rows, int cols, int sm_count, int ctas_per_sm);
 GemvWorkspaceSize gemv_workspace_size(int rows, int cols);
 GemvWorkspaceSize gemv_workspace_size_for_splits(int rows, int splits);
 // out[rows] (+)= w[rows, cols] @ x[cols]; out is fp32 (accumulate adds to it) or bf16. cols must be
