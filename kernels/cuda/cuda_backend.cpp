@@ -144,13 +144,14 @@ void CudaBackend::allocate_weights(const ModelShape& model) {
     lw.w_gate_up.resize(2 * I * H * 2);
     lw.w_down.resize(H * I * 2);
   }
-  // Split-K scratch for the largest need among the step's GEMVs under any split rule the tuning
-  // may choose (16 splits, the most); counters start (and stay) zero.
+  // Split-K scratch for the largest need among the step's GEMVs under either split rule the tuning
+  // may choose (the fill rule splits most at its largest n, 8); counters start (and stay) zero.
   GemvWorkspaceSize need;
   const int gemv_shapes[5][2] = {{int(Q + 2 * K), int(H)}, {int(H), int(Q)}, {int(2 * I), int(H)}, {int(H), int(I)},
                                  {int(V), int(H)}};
   for (const auto& rc : gemv_shapes) {
-    const GemvWorkspaceSize size = gemv_workspace_size_for_splits(rc[0], 16);
+    const int splits = std::max(gemv_num_splits(rc[0], rc[1]), gemv_splits_to_fill(rc[0], rc[1], sm_count_, 8));
+    const GemvWorkspaceSize size = gemv_workspace_size_for_splits(rc[0], splits);
     need.partial_floats = std::max(need.partial_floats, size.partial_floats);
     need.num_counters = std::max(need.num_counters, size.num_counters);
   }

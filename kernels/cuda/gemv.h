@@ -34,8 +34,8 @@ struct GemvContext {
   int prefetch_steps = 0;
   // Column splits (split-K) where a call leaves them to the shape: 0 splits only matrices so short
   // that their CTAs number under a quarter of the SMs (gemv_num_splits); n > 0 doubles the splits
-  // until the grid has at least n CTAs an SM (at most 16 splits; 1..8). Needs a workspace sized for
-  // it (gemv_workspace_size_for_splits(rows, 16) covers every choice), else one pass.
+  // until the grid has at least n CTAs an SM (gemv_splits_to_fill; at most 16 splits; 1..8). Needs a
+  // workspace sized for it (gemv_workspace_size_for_splits), else one pass.
   int split_ctas_per_sm = 0;
 };
 // Column splits gemv_bf16 uses for this shape on the current device (1: no workspace needed).
