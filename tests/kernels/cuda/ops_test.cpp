@@ -149,8 +149,6 @@ std::vector<float> reference_gemv(const std::vector<float>& w, const std::vector
   return out;
 }
 
-// RMSNorm folded into the GEMV input: against bf16(rmsnorm(x) * g) @ w^T on the CPU, with split-K
-// (16384 columns), one pass, and a range too wide for shared memory (the separate-op fallback).
 // The split rule of GemvContext::split_ctas_per_sm, on a 132-SM device (host logic, no GPU): the
 // 1B's wo and down (128 row blocks) split in two for one CTA an SM; wqkv (192) only from two; the
 // 8B's full grids never; narrow rows stop at 8 pieces a split, tiny grids at 16 splits.
@@ -162,11 +160,13 @@ TEST(GemvTest, SplitsToFillTheGrid) {
   EXPECT_EQ(gemv_splits_to_fill(3072, 2048, 132, 2), 2);
   EXPECT_EQ(gemv_splits_to_fill(4096, 14336, 132, 1), 1);
   EXPECT_EQ(gemv_splits_to_fill(128256, 4096, 132, 8), 1);
-  EXPECT_EQ(gemv_splits_to_fill(960, 576, 132, 1), 4);   // 72 pieces: 18 a split, not 9
+  EXPECT_EQ(gemv_splits_to_fill(960, 576, 132, 1), 4);   // 60 row blocks: 2 splits make 120 CTAs, 4 make 240
   EXPECT_EQ(gemv_splits_to_fill(64, 64, 132, 4), 1);     // 8 pieces: no room for two splits of 8
   EXPECT_EQ(gemv_splits_to_fill(16, 65536, 132, 8), 16);
 }
 
+// RMSNorm folded into the GEMV input: against bf16(rmsnorm(x) * g) @ w^T on the CPU, with split-K
+// (16384 columns), one pass, and a range too wide for shared memory (the separate-op fallback).
 TEST(GemvTest, RmsNormInputMatchesCpu) {
   LAZYSCOPE_REQUIRE_GPU();
   std::mt19937 rng(21);
