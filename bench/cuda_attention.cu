@@ -192,12 +192,15 @@ struct PrefillCase {
 };
 
 // Plain (a) and lazy (b) timed in alternation, ABBA order over the repeats, so clock drift
-// cancels: medians of each, and the median of the per-repeat ratios b / a.
+// cancels: medians of each, and the median of the per-repeat ratios b / a. A sample runs `inner`
+// calls back to back, more where that takes under `min_sample_ms` (short kernels: the events'
+// resolution and the first launch's latency then weigh less).
 struct PairTimes {
   double a_ms = 0, b_ms = 0, ratio = 1;
 };
 
-PairTimes time_pair(const std::function<void()>& a, const std::function<void()>& b, int repeats = 15, int inner = 5) {
+PairTimes time_pair(const std::function<void()>& a, const std::function<void()>& b, int repeats = 15, int inner = 5,
+                    double min_sample_ms = 0.0) {
   cudaEvent_t start, stop;
   LAZYSCOPE_CUDA_CHECK(cudaEventCreate(&start));
   LAZYSCOPE_CUDA_CHECK(cudaEventCreate(&stop));
@@ -215,6 +218,10 @@ PairTimes time_pair(const std::function<void()>& a, const std::function<void()>&
     b();
   }
   LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
+  if (min_sample_ms > 0.0) {
+    const double per_call = time_once(a);
+    if (per_call * inner < min_sample_ms) inner = int(std::ceil(min_sample_ms / per_call));
+  }
   std::vector<double> ta, tb, ratios;
   for (int r = 0; r < repeats; ++r) {
     double x, y;
@@ -347,12 +354,14 @@ void decode_table(double copy_gbs, const DeviceBuffer& inv_freq, int only_batch,
               "## once per shift by the KV write before it (copies); attn = attention alone, step = KV write of\n"
               "## the new token + attention (plain: q rotated in place; rot: K/V only; copies: K/V and a query\n"
               "## copy per shift); each lazy mode timed in alternation with plain (ABBA), overhead = median of\n"
-              "## the per-repeat lazy/plain ratios; keys outside each sequence's last entry copied before\n"
-              "## the wait for the previous kernel where the grid is one wave: %s)\n",
+              "## the per-repeat lazy/plain ratios, each sample >= 0.3 ms of back-to-back calls; plain A/A =\n"
+              "## plain timed the same way against itself (the noise floor of the overhead columns); keys\n"
+              "## outside each sequence's last entry copied before the wait for the previous kernel where\n"
+              "## the grid is one wave: %s)\n",
               doc_tokens, history_before_wait ? "yes" : "no (--kv-after-wait)");
-  std::printf("| batch | context | splits | shifts | plain µs | plain %% of copy | rot attn | copies attn | "
+  std::printf("| batch | context | splits | shifts | plain µs | plain %% of copy | plain A/A | rot attn | copies attn | "
               "plain step µs | rot step | copies step |\n");
-  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   const int sm = device_sm_count();
   const int64_t qkv_row = int64_t(kHeads + 2 * kKvHeads) * kDim;
   for (int batch : batches) {
@@ -427,15 +436,18 @@ void decode_table(double copy_gbs, const DeviceBuffer& inv_freq, int only_batch,
         attend(mode, r);
         next[mode] = (r + 1) % replicas;
       };
-      const PairTimes rot = time_pair([&] { run(kPlain, false); }, [&] { run(kRotate, false); }, 21, 10);
-      const PairTimes copies = time_pair([&] { run(kPlain, false); }, [&] { run(kCopies, false); }, 21, 10);
-      const PairTimes rot_step = time_pair([&] { run(kPlain, true); }, [&] { run(kRotate, true); }, 21, 10);
-      const PairTimes copies_step = time_pair([&] { run(kPlain, true); }, [&] { run(kCopies, true); }, 21, 10);
+      constexpr double kMinSampleMs = 0.3;
+      auto pair = [&](bool step, int mode) {
+        return time_pair([&] { run(kPlain, step); }, [&] { run(mode, step); }, 21, 10, kMinSampleMs);
+      };
+      const PairTimes control = pair(false, kPlain);
+      const PairTimes rot = pair(false, kRotate), copies = pair(false, kCopies);
+      const PairTimes rot_step = pair(true, kRotate), copies_step = pair(true, kCopies);
       const double plain_gbs = kv_bytes / (rot.a_ms * 1e-3) / 1e9;
-      std::printf("| %d | %d | %d | %d | %.1f | %.0f %% | %+.1f %% | %+.1f %% | %.1f | %+.1f %% | %+.1f %% |\n", batch,
-                  context, splits, max_shifts, rot.a_ms * 1e3, 100.0 * plain_gbs / copy_gbs, 100.0 * (rot.ratio - 1.0),
-                  100.0 * (copies.ratio - 1.0), rot_step.a_ms * 1e3, 100.0 * (rot_step.ratio - 1.0),
-                  100.0 * (copies_step.ratio - 1.0));
+      std::printf("| %d | %d | %d | %d | %.1f | %.0f %% | %+.1f %% | %+.1f %% | %+.1f %% | %.1f | %+.1f %% | %+.1f %% |\n",
+                  batch, context, splits, max_shifts, rot.a_ms * 1e3, 100.0 * plain_gbs / copy_gbs,
+                  100.0 * (control.ratio - 1.0), 100.0 * (rot.ratio - 1.0), 100.0 * (copies.ratio - 1.0),
+                  rot_step.a_ms * 1e3, 100.0 * (rot_step.ratio - 1.0), 100.0 * (copies_step.ratio - 1.0));
       std::fflush(stdout);
     }
   }
