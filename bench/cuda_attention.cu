@@ -220,7 +220,7 @@ PairTimes time_pair(const std::function<void()>& a, const std::function<void()>&
   LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
   if (min_sample_ms > 0.0) {
     const double per_call = time_once(a);
-    if (per_call * inner < min_sample_ms) inner = int(std::ceil(min_sample_ms / per_call));
+    if (per_call > 0.0 && per_call * inner < min_sample_ms) inner = int(std::ceil(min_sample_ms / per_call));
   }
   std::vector<double> ta, tb, ratios;
   for (int r = 0; r < repeats; ++r) {
