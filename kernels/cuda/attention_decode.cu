@@ -589,20 +589,38 @@ void dispatch_group(const DecodeParams& p, cudaStream_t stream) {
   }
 }
 
-// Split-KV merge for decode: one warp a row (batch x heads rows are few, splits many). The lanes
-// read the splits' (max, sum) side by side and reduce them with shuffles; then D/4 lanes sum the
-// splits' float4 pieces with eight 16-byte loads in flight, each split's weight shuffled from the
-// lane that formed it.
+// Split-KV merge for decode: one warp a row (batch x heads rows are few, splits many). A split's
+// row is D/4 float4 pieces, so a warp reads 32/(D/4) splits side by side, and each lane keeps
+// its pieces of 32 splits (and their maxima) in flight at once. The first 32 are loaded together
+// with the lanes' (max, sum) pairs, before their reduction, since the pieces do not depend on it:
+// a row of up to 32 splits costs one round trip to L2. The lane groups' sums then meet through
+// shuffles.
 template <int D>
 __global__ void __launch_bounds__(128) decode_combine_kernel(const float* partial_o, const float* partial_ml, int rows,
                                                              int splits, __nv_bfloat16* out) {
-  constexpr int kLanes = D / 4;  // lanes holding a float4 of the row
-  constexpr int kInFlight = 8;
+  constexpr int kLanes = D / 4;           // lanes holding a float4 of a split's row
+  constexpr int kGroups = 32 / kLanes;    // splits read side by side
+  constexpr int kInFlight = 32 / kGroups;  // splits a lane has in flight
+  constexpr int kChunk = kInFlight * kGroups;  // 32 splits a round trip
   const int64_t row = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
   wait_previous_kernel_then_release_next();  // the partials come from the decode kernel
   if (row >= rows) return;  // whole warps leave: no collective below misses a lane
   const float* ml = partial_ml + row * splits * 2;
+  const int group = lane / kLanes, dim = (lane % kLanes) * 4;
+  const float* po = partial_o + row * splits * D + dim;
+  float4 piece[kInFlight];
+  float piece_max[kInFlight];
+  auto load_chunk = [&](int first) {
+#pragma unroll
+    for (int j = 0; j < kInFlight; ++j) {
+      const int s = first + j * kGroups + group;
+      const bool ok = s < splits;
+      piece[j] = ok ? *reinterpret_cast<const float4*>(po + int64_t(s) * D) : make_float4(0, 0, 0, 0);
+      piece_max[j] = ok ? ml[2 * s] : -INFINITY;
+    }
+  };
+  load_chunk(0);
   float max_all = -INFINITY;
   for (int s = lane; s < splits; s += 32) max_all = fmaxf(max_all, ml[2 * s]);
 #pragma unroll
@@ -614,36 +632,28 @@ __global__ void __launch_bounds__(128) decode_combine_kernel(const float* partia
   for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
   const float inv_sum = sum > 0.0f ? 1.0f / sum : 0.0f;
 
-  const bool owner = lane < kLanes;
-  const int dim = (lane % kLanes) * 4;
-  const float* po = partial_o + row * splits * D + dim;
   float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  auto add = [&](float weight, const float4& v) {
-    acc.x += v.x * weight;
-    acc.y += v.y * weight;
-    acc.z += v.z * weight;
-    acc.w += v.w * weight;
-  };
-  for (int first = 0; first < splits; first += 32) {
-    const int mine = first + lane;
-    const float lane_weight = mine < splits ? exp2f(ml[2 * mine] - base) * inv_sum : 0.0f;
-    const int count = min(32, splits - first);
-    int i = 0;
-    for (; i + kInFlight <= count; i += kInFlight) {
-      float4 v[kInFlight];
+  for (int first = 0;;) {
 #pragma unroll
-      for (int j = 0; j < kInFlight; ++j) {
-        v[j] = owner ? *reinterpret_cast<const float4*>(po + int64_t(first + i + j) * D) : make_float4(0, 0, 0, 0);
-      }
-#pragma unroll
-      for (int j = 0; j < kInFlight; ++j) add(__shfl_sync(0xffffffffu, lane_weight, i + j), v[j]);
+    for (int j = 0; j < kInFlight; ++j) {
+      const float weight = exp2f(piece_max[j] - base) * inv_sum;  // past the last split: max −inf, weight 0
+      acc.x += piece[j].x * weight;
+      acc.y += piece[j].y * weight;
+      acc.z += piece[j].z * weight;
+      acc.w += piece[j].w * weight;
     }
-    for (; i < count; ++i) {
-      const float4 v = owner ? *reinterpret_cast<const float4*>(po + int64_t(first + i) * D) : make_float4(0, 0, 0, 0);
-      add(__shfl_sync(0xffffffffu, lane_weight, i), v);
-    }
+    first += kChunk;
+    if (first >= splits) break;
+    load_chunk(first);
   }
-  if (owner) {
+#pragma unroll
+  for (int offset = kLanes; offset < 32; offset *= 2) {
+    acc.x += __shfl_xor_sync(0xffffffffu, acc.x, offset);
+    acc.y += __shfl_xor_sync(0xffffffffu, acc.y, offset);
+    acc.z += __shfl_xor_sync(0xffffffffu, acc.z, offset);
+    acc.w += __shfl_xor_sync(0xffffffffu, acc.w, offset);
+  }
+  if (lane < kLanes) {
     uint2 packed;
     packed.x = pack_bf16x2(acc.x, acc.y);
     packed.y = pack_bf16x2(acc.z, acc.w);

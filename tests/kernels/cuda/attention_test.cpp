@@ -213,11 +213,13 @@ DeviceBuffer lazy_query_copies(const Case& c, const AttentionPlan& plan, const D
   return copies;
 }
 
-// Decode of a batch of 3 sequences (own tables, shared pool) against the CPU reference, with 1, 2
-// and 7 splits; each also with the keys outside the last entries copied before the kernel waits for
-// the one before it (history_before_wait), which must give the same bits. Lazy cases run each
-// again on the query copies kv_write makes (DecodeParams::q_rotated; each entry naming its copy).
-void expect_decode_matches_cpu(const Case& c, const TableMaker& table_of = make_table) {
+// Decode of a batch of 3 sequences (own tables, shared pool) against the CPU reference, with each
+// of `split_counts` splits; each also with the keys outside the last entries copied before the
+// kernel waits for the one before it (history_before_wait), which must give the same bits. Lazy
+// cases run each again on the query copies kv_write makes (DecodeParams::q_rotated; each entry
+// naming its copy).
+void expect_decode_matches_cpu(const Case& c, const TableMaker& table_of = make_table,
+                               const std::vector<int>& split_counts = {1, 2, 7}) {
   std::mt19937 rng(1234 + c.head_dim + c.ratio * 7 + c.block_size);
   const Pool pool = random_pool(c, rng);
   const std::vector<float> inv_freq = rope_inv_freq(RopeParams{500000.0f, true}, c.head_dim);
@@ -252,9 +254,10 @@ void expect_decode_matches_cpu(const Case& c, const TableMaker& table_of = make_
   DeviceBuffer d_named_entries = upload(named.entries);
   const std::size_t out_count = std::size_t(batch) * heads * c.head_dim;
   std::vector<float> late_output;
-  for (int run = 0; run < (c.lazy ? 12 : 6); ++run) {
-    const int splits = run % 6 / 2 == 0 ? 1 : run % 6 / 2 == 1 ? 2 : 7;
-    const bool early = run % 2 == 1, copies = run >= 6;
+  const int per_mode = 2 * int(split_counts.size());  // each split count late, then early
+  for (int run = 0; run < (c.lazy ? 2 : 1) * per_mode; ++run) {
+    const int splits = split_counts[run % per_mode / 2];
+    const bool early = run % 2 == 1, copies = run >= per_mode;
     DeviceBuffer d_out = poisoned_output(out_count);
     SplitWorkspace split_workspace(batch * heads, splits, c.head_dim);
     DecodeParams p;
@@ -341,6 +344,28 @@ TEST(AttentionDecodeTest, ShiftAtEveryBlockMatchesCpuReference) {
     SCOPED_TRACE("D" + std::to_string(c.head_dim) + " gqa" + std::to_string(c.ratio) + " bs" +
                  std::to_string(c.block_size));
     expect_decode_matches_cpu(c, table_of_many_shifts);
+  }
+}
+
+// Tables of 37-39 entries, whole and split 40 ways: one entry a split, so the split merge reads
+// its partials in two rounds of 32 splits, the second holding real splits and empty ones.
+std::vector<BlockRef> table_of_many_entries(const Case& c, int variant, int new_tokens, int first_block) {
+  std::vector<BlockRef> table;
+  const int blocks = 36 + variant;
+  for (int b = 0; b < blocks; ++b) {
+    table.push_back(BlockRef{(first_block + b) % kPoolBlocks, shift_value(c.shifts, 1 + b / 8), c.block_size});
+  }
+  table.push_back(BlockRef{(first_block + blocks) % kPoolBlocks, 0, std::min(new_tokens, c.block_size)});
+  return table;
+}
+
+TEST(AttentionDecodeTest, MoreSplitsThanOneMergeRoundMatchCpuReference) {
+  LAZYSCOPE_REQUIRE_GPU();
+  for (const Case& c : {Case{128, 4, 16, Shifts::Small, true}, Case{64, 2, 16, Shifts::Large, true},
+                        Case{32, 8, 8, Shifts::Small, true}, Case{16, 1, 16, Shifts::Zero, false}}) {
+    SCOPED_TRACE("D" + std::to_string(c.head_dim) + " gqa" + std::to_string(c.ratio) + " bs" +
+                 std::to_string(c.block_size) + (c.lazy ? " lazy" : " plain"));
+    expect_decode_matches_cpu(c, table_of_many_entries, {1, 40});
   }
 }
 
