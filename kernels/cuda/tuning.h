@@ -25,9 +25,12 @@ struct CudaTuning {
   // default: a second H100 call gave the 1B +0.2-0.3 % and SmolLM2-135M -23 % (narrow rows, where
   // the partials' reduction dominates).
   int gemv_split_ctas_per_sm = 0;
-  // At most this many KV splits in one-token attention (0: decode_num_splits' choice). Run 3:
-  // a cap of 16 was 0.8 % (8B) to 4.5 % (SmolLM2) faster than the uncapped 33 (less to merge).
-  int decode_splits_cap = 16;
+  // At most this many KV splits in one-token attention (0: decode_num_splits' choice). A cap of
+  // 16 was 0.8 % (8B) to 4.5 % (SmolLM2) faster than the uncapped 33 while the split merge read
+  // 8 splits a round trip; since it reads 32 at once, 24 is the fastest of 8 / 16 / 24 / 32 /
+  // uncapped (H100, batch 1 after a 2,048-token prompt: 1B +1.5 %, SmolLM2 +1.4 %, 8B +0.2 %
+  // over 16).
+  int decode_splits_cap = 24;
   // Batch 1: the attention kernel, latency-bound there, bulk-prefetches into L2 the first this
   // many MiB of the layer's wo weights and then its w_gate_up, which the next GEMVs read (0: off; 0..48).
   int attention_l2_prefetch_mib = 16;
