@@ -348,14 +348,14 @@ TEST(AttentionDecodeTest, ShiftAtEveryBlockMatchesCpuReference) {
 }
 
 // Tables of 37-39 entries, whole and split 40 ways: one entry a split, so the split merge reads
-// its partials in two rounds of 32 splits, the second holding real splits and empty ones.
-std::vector<BlockRef> table_of_many_entries(const Case& c, int variant, int new_tokens, int first_block) {
+// its partials in two rounds of 32 splits, the second holding real splits and empty ones. The
+// sequences share their (full) history blocks, at other shifts; each new token's partial block is
+// its own, at the pool's end (a partial block's stale slots are NaN in the GPU pool).
+std::vector<BlockRef> table_of_many_entries(const Case& c, int variant, int new_tokens, int /*first_block*/) {
   std::vector<BlockRef> table;
   const int blocks = 36 + variant;
-  for (int b = 0; b < blocks; ++b) {
-    table.push_back(BlockRef{(first_block + b) % kPoolBlocks, shift_value(c.shifts, 1 + b / 8), c.block_size});
-  }
-  table.push_back(BlockRef{(first_block + blocks) % kPoolBlocks, 0, std::min(new_tokens, c.block_size)});
+  for (int b = 0; b < blocks; ++b) table.push_back(BlockRef{b, shift_value(c.shifts, 1 + (b + variant) / 8), c.block_size});
+  table.push_back(BlockRef{kPoolBlocks - 1 - variant, 0, std::min(new_tokens, c.block_size)});
   return table;
 }
 
