@@ -28,7 +28,7 @@ struct CudaTuning {
   // At most this many KV splits in one-token attention (0: decode_num_splits' choice). A cap of
   // 16 was 0.8 % (8B) to 4.5 % (SmolLM2) faster than the uncapped 33 while the split merge read
   // 8 splits a round trip; since it reads 32 at once, 24 is the fastest of 8 / 16 / 24 / 32 /
-  // uncapped (H100, batch 1 after a 2,048-token prompt: 1B +1.5 %, SmolLM2 +1.4 %, 8B +0.2 %
+  // uncapped (H100, batch 1 after a 2,048-token prompt: 1B +1.4 %, SmolLM2 +1.4 %, 8B +0.2 %
   // over 16).
   int decode_splits_cap = 24;
   // Batch 1: the attention kernel, latency-bound there, bulk-prefetches into L2 the first this
