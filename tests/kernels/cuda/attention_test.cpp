@@ -48,12 +48,13 @@ struct Case {
   bool lazy;
 };
 
-std::string case_name(const testing::TestParamInfo<Case>& info) {
-  const Case& c = info.param;
+std::string case_label(const Case& c) {
   const char* shifts = c.shifts == Shifts::Zero ? "zero" : c.shifts == Shifts::Small ? "small" : "large";
   return "D" + std::to_string(c.head_dim) + "_gqa" + std::to_string(c.ratio) + "_bs" + std::to_string(c.block_size) +
          "_" + shifts + (c.lazy ? "_lazy" : "_plain");
 }
+
+std::string case_name(const testing::TestParamInfo<Case>& info) { return case_label(info.param); }
 
 constexpr int kKvHeads = 2;
 constexpr int kPoolBlocks = 96;
@@ -314,8 +315,7 @@ TEST(AttentionDecodeTest, OtherBlockSizesMatchCpuReference) {
   LAZYSCOPE_REQUIRE_GPU();
   for (const Case& c : {Case{128, 4, 64, Shifts::Small, true}, Case{64, 2, 8, Shifts::Large, true},
                         Case{32, 8, 64, Shifts::Zero, false}, Case{128, 1, 8, Shifts::Zero, false}}) {
-    SCOPED_TRACE("D" + std::to_string(c.head_dim) + " gqa" + std::to_string(c.ratio) + " bs" +
-                 std::to_string(c.block_size) + (c.lazy ? " lazy" : " plain"));
+    SCOPED_TRACE(case_label(c));
     expect_decode_matches_cpu(c);
   }
 }
@@ -341,8 +341,7 @@ TEST(AttentionDecodeTest, ShiftAtEveryBlockMatchesCpuReference) {
   for (const Case& c : {Case{128, 4, 16, Shifts::Small, true}, Case{128, 8, 8, Shifts::Large, true},
                         Case{64, 1, 64, Shifts::Small, true}, Case{64, 3, 32, Shifts::Large, true},
                         Case{32, 2, 16, Shifts::Small, true}, Case{16, 4, 8, Shifts::Small, true}}) {
-    SCOPED_TRACE("D" + std::to_string(c.head_dim) + " gqa" + std::to_string(c.ratio) + " bs" +
-                 std::to_string(c.block_size));
+    SCOPED_TRACE(case_label(c));
     expect_decode_matches_cpu(c, table_of_many_shifts);
   }
 }
@@ -363,8 +362,7 @@ TEST(AttentionDecodeTest, MoreSplitsThanOneMergeRoundMatchCpuReference) {
   LAZYSCOPE_REQUIRE_GPU();
   for (const Case& c : {Case{128, 4, 16, Shifts::Small, true}, Case{64, 2, 16, Shifts::Large, true},
                         Case{32, 8, 8, Shifts::Small, true}, Case{16, 1, 16, Shifts::Zero, false}}) {
-    SCOPED_TRACE("D" + std::to_string(c.head_dim) + " gqa" + std::to_string(c.ratio) + " bs" +
-                 std::to_string(c.block_size) + (c.lazy ? " lazy" : " plain"));
+    SCOPED_TRACE(case_label(c));
     expect_decode_matches_cpu(c, table_of_many_entries, {1, 40});
   }
 }
@@ -460,8 +458,7 @@ TEST(AttentionPrefillTest, ShiftAtEveryBlockMatchesCpuReference) {
   LAZYSCOPE_REQUIRE_GPU();
   for (const Case& c : {Case{128, 4, 16, Shifts::Small, true}, Case{128, 1, 64, Shifts::Large, true},
                         Case{64, 2, 32, Shifts::Small, true}, Case{64, 8, 16, Shifts::Large, true}}) {
-    SCOPED_TRACE("D" + std::to_string(c.head_dim) + " gqa" + std::to_string(c.ratio) + " bs" +
-                 std::to_string(c.block_size));
+    SCOPED_TRACE(case_label(c));
     expect_prefill_matches_cpu(c, prefill_table_of_many_shifts);
   }
 }
