@@ -53,7 +53,8 @@ struct GemvInput {
 // Fills stage[0, end - begin) with the input pieces [begin, end); every thread of the CTA calls it.
 // Each loop issues the loads of kStageBatch of a thread's pieces before it uses any of them, so a
 // CTA's staging costs a round trip to L2 a batch rather than a piece (a Llama-3.2-1B down CTA's
-// 1,024 SwiGLU pieces are one batch a thread). Sums and values keep the piece order: same bits.
+// 1,024 SwiGLU pieces are one batch a thread). Each value and the norm's sum are formed by the
+// same arithmetic in the same order as one piece at a time.
 constexpr int kStageBatch = 4;
 
 template <int MODE>
