@@ -353,7 +353,9 @@ TEST(AttentionDecodeTest, ShiftAtEveryBlockMatchesCpuReference) {
 std::vector<BlockRef> table_of_many_entries(const Case& c, int variant, int new_tokens, int /*first_block*/) {
   std::vector<BlockRef> table;
   const int blocks = 36 + variant;
-  for (int b = 0; b < blocks; ++b) table.push_back(BlockRef{b, shift_value(c.shifts, 1 + (b + variant) / 8), c.block_size});
+  for (int b = 0; b < blocks; ++b) {
+    table.push_back(BlockRef{b, shift_value(c.shifts, 1 + (b + variant) / 8), c.block_size});
+  }
   table.push_back(BlockRef{kPoolBlocks - 1 - variant, 0, std::min(new_tokens, c.block_size)});
   return table;
 }
