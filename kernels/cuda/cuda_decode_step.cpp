@@ -361,6 +361,14 @@ void CudaBackend::enqueue_decode(const DecodeMeta& meta, int batch, int splits, 
     }
     gemm(attn, w.wo.as<bf16_bits>(), batch, H, Q, x, true, owns_residual());  // x += attn @ wo^T
     reduce_residual(x, batch);
+    if (fused && tuning_.swiglu_in_gate_up &&
+        gemv_rmsnorm_gate_up_swiglu(x, w.mlp_norm.as<float>(), shape_.rms_norm_eps, w.w_gate_up.as<bf16_bits>(), I,
+                                    H, act_.as<bf16_bits>(), stream_, gemv_)) {
+      gemv_bf16(act_.as<bf16_bits>(), w.w_down.as<bf16_bits>(), H, I, x, true, owns_residual(), stream_,
+                gemv_);  // x += mlp
+      reduce_residual(x, batch);
+      continue;
+    }
     if (fused) {
       gemv_rmsnorm_bf16(x, w.mlp_norm.as<float>(), shape_.rms_norm_eps, w.w_gate_up.as<bf16_bits>(), 2 * I, H,
                         gate_up_.as<bf16_bits>(), false, false, stream_, gemv_, h);

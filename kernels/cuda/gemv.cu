@@ -133,30 +133,60 @@ __device__ __forceinline__ void gemv_stage_input(const GemvInput& in, int cols, 
   }
 }
 
-// The wqkv GEMV's epilogue (QKV = true): a warp owns a RoPE pair of rows (dims i and i + D/2 of
-// one q or k head), so it rotates and stores them itself; V rows go straight to the pool. Same
-// arithmetic as kv_write on the bf16-rounded projections (qkv_epilogue.cuh), so the kv_write
-// launch disappears.
-__device__ __forceinline__ void qkv_rows(int block, int warp, const QkvRopeOutput& o, int rows[2]) {
+// What a warp stores. kEpilogueStore: its rows' sums, into `out`. The other two give a warp a
+// pair of rows whose sums it combines (rows past the end read the last row and store nothing):
+// - kEpilogueQkv, the wqkv GEMV: a RoPE pair (dims i and i + D/2 of one q or k head), which it
+//   rotates and stores itself, V rows straight to the pool; kv_write's arithmetic on the
+//   bf16-rounded projections (qkv_epilogue.cuh), so the kv_write launch disappears;
+// - kEpilogueSwiGlu, the gate_up GEMV: gate row i and up row inter + i, stored as act[i] =
+//   silu(gate) * up with swiglu's arithmetic and roundings, so the down GEMV reads a plain bf16
+//   input instead of forming SwiGLU in its staging.
+enum GemvEpilogue : int { kEpilogueStore = 0, kEpilogueQkv = 1, kEpilogueSwiGlu = 2 };
+
+template <int EPI>
+__device__ __forceinline__ void pair_rows(int block, int warp, int rows, const QkvRopeOutput& o, int pair[2]) {
+  if constexpr (EPI == kEpilogueSwiGlu) {
+    pair[0] = block * kGemvWarps + warp;
+    pair[1] = rows / 2 + pair[0];
+    return;
+  }
   const int rope_blocks = (o.q_dim + o.kv_dim) / 16;
   if (block < rope_blocks) {
     const int per_head = o.head_dim / 16;  // 16-row blocks a head: 8 pairs each
     const int head = block / per_head, pair_block = block % per_head;
-    rows[0] = head * o.head_dim + pair_block * 8 + warp;
-    rows[1] = rows[0] + o.head_dim / 2;
+    pair[0] = head * o.head_dim + pair_block * 8 + warp;
+    pair[1] = pair[0] + o.head_dim / 2;
   } else {
-    rows[0] = block * 16 + 2 * warp;
-    rows[1] = rows[0] + 1;
+    pair[0] = block * 16 + 2 * warp;
+    pair[1] = pair[0] + 1;
+  }
+}
+
+// act[i] from the fp32 sums of gate row i and up row inter + i (i < inter = rows / 2).
+__device__ __forceinline__ void swiglu_epilogue(void* act, int i, int rows, const float sum[2]) {
+  if (i >= rows / 2) return;
+  const float gate = __bfloat162float(__float2bfloat16(sum[0])), up = __bfloat162float(__float2bfloat16(sum[1]));
+  static_cast<__nv_bfloat16*>(act)[i] = __float2bfloat16(gate / (1.0f + expf(-gate)) * up);
+}
+
+template <int EPI>
+__device__ __forceinline__ void pair_epilogue(void* out, int rows, const QkvRopeOutput& qkv, const int pair[2],
+                                              const float sum[2]) {
+  if constexpr (EPI == kEpilogueSwiGlu) {
+    swiglu_epilogue(out, pair[0], rows, sum);
+  } else {
+    detail::qkv_epilogue(qkv, pair, sum);
   }
 }
 
 // ROWS rows per warp, 8 / ROWS pieces per row per step (the same 8 loads a lane per step).
-template <int MODE, int ROWS, bool QKV = false>
+template <int MODE, int ROWS, int EPI = kEpilogueStore>
 __global__ void __launch_bounds__(kGemvWarps * 32, 2)
     gemv_kernel(GemvInput in, const __nv_bfloat16* w, int rows, int cols, void* out, bool out_fp32,
                 bool accumulate, int pieces_per_split, float* partial, unsigned* counters, QkvRopeOutput qkv,
                 int prefetch_steps) {
-  static_assert(!QKV || ROWS == 2, "the QKV epilogue pairs a warp's two rows");
+  constexpr bool kPairs = EPI != kEpilogueStore;
+  static_assert(!kPairs || ROWS == 2, "a pair epilogue pairs a warp's two rows");
   constexpr int UNROLL = 8 / ROWS, STEP = 32 * UNROLL;
   extern __shared__ uint4 x_stage[];  // MODE != kInputBf16: this split's input pieces
   __shared__ float norm_scratch[kGemvWarps];
@@ -164,8 +194,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 2)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int split = blockIdx.y, splits = gridDim.y;
   int row_of[ROWS];
-  if constexpr (QKV) {
-    qkv_rows(blockIdx.x, warp, qkv, row_of);
+  if constexpr (kPairs) {
+    pair_rows<EPI>(blockIdx.x, warp, rows, qkv, row_of);
   } else {
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) row_of[r] = blockIdx.x * (ROWS * kGemvWarps) + warp * ROWS + r;
@@ -259,8 +289,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 2)
   }
   if (splits == 1) {
     if (lane == 0) {
-      if constexpr (QKV) {
-        detail::qkv_epilogue(qkv, row_of, sum);
+      if constexpr (kPairs) {
+        pair_epilogue<EPI>(out, rows, qkv, row_of, sum);
       } else {
 #pragma unroll
         for (int r = 0; r < ROWS; ++r) {
@@ -270,7 +300,9 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 2)
     }
     return;
   }
-  if (lane == 0) {
+  // A SwiGLU pair past the end names rows that valid pairs own: it leaves their partials alone.
+  const bool owns_rows = EPI != kEpilogueSwiGlu || row_of[0] < rows / 2;
+  if (lane == 0 && owns_rows) {
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) {
       if (row_of[r] < rows) partial[int64_t(split) * rows + row_of[r]] = sum[r];
@@ -283,16 +315,18 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 2)
   __syncthreads();
   if (!is_last) return;
   __threadfence();
-  if constexpr (QKV) {
+  if constexpr (kPairs) {
     if (threadIdx.x < kGemvWarps) {  // thread t finishes warp t's pair
       int pair[2];
-      qkv_rows(blockIdx.x, threadIdx.x, qkv, pair);
+      pair_rows<EPI>(blockIdx.x, threadIdx.x, rows, qkv, pair);
       float total[2] = {0.0f, 0.0f};
-      for (int s = 0; s < splits; ++s) {
+      // A SwiGLU pair past the end wrote no partials and stores nothing (swiglu_epilogue).
+      const bool valid = EPI != kEpilogueSwiGlu || pair[0] < rows / 2;
+      for (int s = 0; s < splits && valid; ++s) {
         total[0] += __ldcg(partial + int64_t(s) * rows + pair[0]);
         total[1] += __ldcg(partial + int64_t(s) * rows + pair[1]);
       }
-      detail::qkv_epilogue(qkv, pair, total);
+      pair_epilogue<EPI>(out, rows, qkv, pair, total);
     }
     if (threadIdx.x == 0) counters[blockIdx.x] = 0;
     return;
@@ -353,7 +387,7 @@ constexpr std::size_t kMaxStageBytes = 48 * 1024;  // default dynamic shared mem
 // Launches the GEMV for `input`; returns false (nothing launched) when a staged input would not fit.
 // splits 0: the default for the shape (gemv_num_splits). ROWS 2 is the production variant; the
 // workspace rule (one counter per 16 rows) also covers ROWS 4.
-template <int MODE, int ROWS = kGemvRows, bool QKV = false>
+template <int MODE, int ROWS = kGemvRows, int EPI = kEpilogueStore>
 bool launch_gemv(const GemvInput& input, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32,
                  bool accumulate, cudaStream_t stream, const GemvContext& context, int splits = 0,
                  const QkvRopeOutput& qkv = QkvRopeOutput{}) {
@@ -383,7 +417,7 @@ bool launch_gemv(const GemvInput& input, const bf16_bits* w, int rows, int cols,
   const KernelPath& path = current_kernel_path();  // pre-Hopper: no bulk prefetch, no PDL
   const int prefetch_steps = path.bulk_prefetch ? std::max(0, std::min(context.prefetch_steps, 64)) : 0;
   if (!context.programmatic || tool_switches().no_programmatic_launch || !path.programmatic_launch) {
-    gemv_kernel<MODE, ROWS, QKV><<<dim3(row_blocks, splits), kGemvWarps * 32, stage_bytes, stream>>>(
+    gemv_kernel<MODE, ROWS, EPI><<<dim3(row_blocks, splits), kGemvWarps * 32, stage_bytes, stream>>>(
         input, weights, rows, cols, out, out_fp32, accumulate, pieces_per_split, partial, counters, qkv,
         prefetch_steps);
     LAZYSCOPE_CUDA_LAUNCH_CHECK();
@@ -399,7 +433,7 @@ bool launch_gemv(const GemvInput& input, const bf16_bits* w, int rows, int cols,
   attribute[0].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attribute;
   config.numAttrs = 1;
-  LAZYSCOPE_CUDA_CHECK(cudaLaunchKernelEx(&config, gemv_kernel<MODE, ROWS, QKV>, input, weights, rows, cols, out,
+  LAZYSCOPE_CUDA_CHECK(cudaLaunchKernelEx(&config, gemv_kernel<MODE, ROWS, EPI>, input, weights, rows, cols, out,
                                           out_fp32, accumulate, pieces_per_split, partial, counters, qkv,
                                           prefetch_steps));
   return true;
@@ -447,8 +481,18 @@ bool gemv_rmsnorm_qkv_rope(const float* x, const float* norm_weight, float eps, 
   input.x_f32 = x;
   input.norm_weight = norm_weight;
   input.eps = eps;
-  return launch_gemv<kInputRmsNorm, kGemvRows, true>(input, wqkv, output.q_dim + 2 * output.kv_dim, cols, output.q,
-                                                      false, false, stream, context, 0, output);
+  return launch_gemv<kInputRmsNorm, kGemvRows, kEpilogueQkv>(input, wqkv, output.q_dim + 2 * output.kv_dim, cols,
+                                                              output.q, false, false, stream, context, 0, output);
+}
+
+bool gemv_rmsnorm_gate_up_swiglu(const float* x, const float* norm_weight, float eps, const bf16_bits* w_gate_up,
+                                 int inter, int cols, bf16_bits* act, cudaStream_t stream, const GemvContext& context) {
+  GemvInput input;
+  input.x_f32 = x;
+  input.norm_weight = norm_weight;
+  input.eps = eps;
+  return launch_gemv<kInputRmsNorm, kGemvRows, kEpilogueSwiGlu>(input, w_gate_up, 2 * inter, cols, act, false, false,
+                                                                 stream, context);
 }
 
 void gemv_swiglu_bf16(const bf16_bits* gate_up, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32,

@@ -63,6 +63,13 @@ void gemv_bf16_splits(const bf16_bits* x, const bf16_bits* w, int rows, int cols
 void gemv_rmsnorm_bf16(const float* x, const float* norm_weight, float eps, const bf16_bits* w, int rows, int cols,
                        void* out, bool out_fp32, bool accumulate, cudaStream_t stream, const GemvContext& context,
                        bf16_bits* scratch);
+// The gate_up GEMV with SwiGLU folded into its epilogue: input rmsnorm(x) * norm_weight (as
+// gemv_rmsnorm_bf16), weights w_gate_up [2 * inter, cols] (gate rows, then up rows); a warp owns
+// gate row i and up row inter + i and stores act[i] = silu(gate) * up, both sums rounded to bf16
+// first, exactly as gemv_rmsnorm_bf16 then swiglu round them. Returns false (nothing launched)
+// where its input range would not fit in shared memory: then use those two.
+bool gemv_rmsnorm_gate_up_swiglu(const float* x, const float* norm_weight, float eps, const bf16_bits* w_gate_up,
+                                 int inter, int cols, bf16_bits* act, cudaStream_t stream, const GemvContext& context);
 // Input = silu(gate) * up from gate_up [2 * cols] = [gate | up], one row:
 void gemv_swiglu_bf16(const bf16_bits* gate_up, const bf16_bits* w, int rows, int cols, void* out, bool out_fp32,
                       bool accumulate, cudaStream_t stream, const GemvContext& context, bf16_bits* scratch);

@@ -9,6 +9,11 @@ struct CudaTuning {
   bool graphs = true;
   // One-token steps fold RMSNorm and SwiGLU into the GEMVs' input staging (3 fewer launches a layer).
   bool fused_decode = true;
+  // With fused_decode, the gate_up GEMV forms silu(gate) * up in its epilogue (a warp owns a gate
+  // row and its up row), so the down GEMV reads a plain bf16 input; false: the down GEMV forms it
+  // while staging its input from the stored gate_up. Same bits either way. Opt-in until measured:
+  // it has not yet run on a GPU (bench/cuda/NOTES.md, session 22).
+  bool swiglu_in_gate_up = false;
   // With fused_decode, the wqkv GEMV also rotates and stores K/V (and q) itself, replacing kv_write.
   bool fused_kv_write = true;
   // Programmatic dependent launch of the GEMVs: a GEMV's weight loads start while the kernel

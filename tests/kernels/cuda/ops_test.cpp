@@ -219,6 +219,49 @@ TEST(GemvTest, SwiGluInputMatchesCpu) {
   }
 }
 
+// SwiGLU folded into the gate_up GEMV's epilogue: bit for bit what the RMSNorm-staged GEMV into a
+// bf16 gate_up and the separate swiglu launch store, for one pass and for split-K (the last CTA of
+// a row block forms the pairs), with pairs past the end of the last row block (inter 301, 5 and
+// 91: their rows alias valid pairs' up rows, which they must not overwrite); a range too wide for
+// shared memory launches nothing and says so.
+TEST(GemvTest, SwiGluEpilogueEqualsGateUpThenSwiGlu) {
+  LAZYSCOPE_REQUIRE_GPU();
+  std::mt19937 rng(24);
+  struct Case { int inter, cols, split_ctas_per_sm; };
+  for (const Case c : {Case{301, 4096, 0}, Case{5, 64, 0}, Case{1024, 2048, 4}, Case{91, 8192, 8}}) {
+    const int rows = 2 * c.inter;
+    const std::vector<float> w = random_bf16_values(std::size_t(rows) * c.cols, rng, 0.05f);
+    const std::vector<float> x = random_bf16_values(c.cols, rng, 3.0f);
+    std::vector<float> g = random_bf16_values(c.cols, rng, 0.2f);
+    for (float& v : g) v += 1.0f;
+    DeviceBuffer d_w = upload_as_bf16(w), d_x = upload(x), d_g = upload(g);
+    DeviceBuffer gate_up(std::size_t(rows) * 2), separate(std::size_t(c.inter) * 2), folded(std::size_t(c.inter) * 2);
+    DeviceBuffer scratch(std::size_t(c.cols) * 2);
+    TestGemvWorkspace workspace(rows, c.cols);
+    GemvContext context = workspace.one_pass;
+    if (c.split_ctas_per_sm > 0) {
+      workspace.size_for(rows, gemv_workspace_size_for_splits(rows, 16));
+      context = workspace.context;
+      context.split_ctas_per_sm = c.split_ctas_per_sm;
+    }
+    gemv_rmsnorm_bf16(d_x.as<float>(), d_g.as<float>(), 1e-5f, d_w.as<bf16_bits>(), rows, c.cols,
+                      gate_up.as<bf16_bits>(), false, false, nullptr, context, scratch.as<bf16_bits>());
+    swiglu(gate_up.as<bf16_bits>(), 1, c.inter, separate.as<bf16_bits>(), nullptr);
+    ASSERT_TRUE(gemv_rmsnorm_gate_up_swiglu(d_x.as<float>(), d_g.as<float>(), 1e-5f, d_w.as<bf16_bits>(), c.inter,
+                                            c.cols, folded.as<bf16_bits>(), nullptr, context));
+    LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<bf16_bits> want(c.inter), got(c.inter);
+    LAZYSCOPE_CUDA_CHECK(cudaMemcpy(want.data(), separate.as<void>(), want.size() * 2, cudaMemcpyDeviceToHost));
+    LAZYSCOPE_CUDA_CHECK(cudaMemcpy(got.data(), folded.as<void>(), got.size() * 2, cudaMemcpyDeviceToHost));
+    int differ = 0;
+    for (int i = 0; i < c.inter; ++i) differ += want[i] != got[i];
+    EXPECT_EQ(differ, 0) << "inter " << c.inter << ", cols " << c.cols << ", split rule " << c.split_ctas_per_sm;
+  }
+  DeviceBuffer w(std::size_t(8) * 49152 * 2), x(49152 * 4), g(49152 * 4), act(8);
+  EXPECT_FALSE(gemv_rmsnorm_gate_up_swiglu(x.as<float>(), g.as<float>(), 1e-5f, w.as<bf16_bits>(), 4, 49152,
+                                           act.as<bf16_bits>(), nullptr, GemvContext{}));
+}
+
 // The separate RMSNorm and SwiGLU launches (prompt steps, batched decode) over several rows:
 // widths of a multiple of 4 / 8 take the vector kernels, the others the scalar ones; each value
 // against the CPU within a bf16 rounding (SwiGLU: the same float arithmetic, so expf apart, equal).
