@@ -11,8 +11,8 @@ struct CudaTuning {
   bool fused_decode = true;
   // With fused_decode, the gate_up GEMV forms silu(gate) * up in its epilogue (a warp owns a gate
   // row and its up row), so the down GEMV reads a plain bf16 input; false: the down GEMV forms it
-  // while staging its input from the stored gate_up. Same bits either way. Opt-in until measured:
-  // it has not yet run on a GPU (bench/cuda/NOTES.md, session 22).
+  // while staging its input from the stored gate_up. The same arithmetic either way. Opt-in until
+  // measured: neither its tests nor its timing have run on a GPU yet (bench/cuda/NOTES.md, session 22).
   bool swiglu_in_gate_up = false;
   // With fused_decode, the wqkv GEMV also rotates and stores K/V (and q) itself, replacing kv_write.
   bool fused_kv_write = true;
