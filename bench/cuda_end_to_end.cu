@@ -17,6 +17,7 @@
 #include "bench/cuda/scenarios.h"
 #include "bench/cuda_bench_util.h"
 #include "kernels/cuda/gemv.h"
+#include "kernels/cuda/tuning.h"
 #include "kernels/cuda_entry.h"
 #include "kernels/synthetic_shapes.h"
 
@@ -234,7 +235,8 @@ int main(int argc, char** argv) {
     for (const auto& r : results) std::printf(" %s |", r.model.c_str());
     std::printf("\n|---|");
     for (std::size_t i = 0; i < results.size(); ++i) std::printf("---|");
-    std::printf("\n| default: graphs, RMSNorm / SwiGLU / kv_write folded into the GEMVs, PDL, attention KV splits <= 24 |");
+    std::printf("\n| default: graphs, RMSNorm / SwiGLU / kv_write folded into the GEMVs, PDL, attention KV splits <= %d |",
+                cuda::CudaTuning{}.decode_splits_cap);
     for (const auto& r : results) {
       std::printf(" %.1f (%.0f %%, %.3f ms) |", 1000.0 / r.t.greedy_graph_ms, 100.0 * 1000.0 / r.t.greedy_graph_ms / r.bound,
                   r.t.device_ms);
