@@ -236,8 +236,8 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
       {"without PDL (GEMVs launched plainly)",
        with([](CudaTuning& t) { t.programmatic_gemv = false; })},
       {"without kv_write in the wqkv GEMV", with([](CudaTuning& t) { t.fused_kv_write = false; })},
-      {"SwiGLU in the gate_up GEMV's epilogue (opt-in), not the down GEMV's staging",
-       with([](CudaTuning& t) { t.swiglu_in_gate_up = true; })},
+      {"SwiGLU in the down GEMV's staging, not the gate_up GEMV's epilogue",
+       with([](CudaTuning& t) { t.swiglu_in_gate_up = false; })},
       {"run 1 step: RMSNorm / SwiGLU / kv_write as launches of their own, no PDL, no split cap",
        with([](CudaTuning& t) {
          t.fused_decode = t.fused_kv_write = t.programmatic_gemv = false;
