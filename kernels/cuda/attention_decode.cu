@@ -378,9 +378,19 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
 #pragma unroll
   for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
   float row_max = -INFINITY, row_sum = 0.0f;  // of row `row`, quad-uniform max, lane-partial sum
-  // ldmatrix row addresses: K (B of Q·K^T, non-transposed) and V (B of P·V, transposed).
+  // ldmatrix row addresses: K (B of Q·K^T, non-transposed) and V (B of P·V, transposed), as byte
+  // offsets into a stage. A swizzle flips only a chunk's low three bits, so k-steps kk and kk + 4
+  // read 128 bytes apart: four offsets a lane, the rest folded into the instructions' offsets.
   const int k_key = lane % 8 + (lane / 16) * 8, k_half = (lane / 8) % 2;
   const int v_key = lane % 8 + ((lane / 8) % 2) * 8, v_half = lane / 16;
+  constexpr int kOffsets = kSteps < 4 ? kSteps : 4;
+  uint32_t k_offset[kOffsets], v_offset[kOffsets];
+#pragma unroll
+  for (int j = 0; j < kOffsets; ++j) {
+    k_offset[j] = tile_offset<D>(k_key, j * 2 + k_half) * 2;
+    v_offset[j] = (kUnitKeys * D + tile_offset<D>(v_key, j * 2 + v_half)) * 2;
+  }
+  const uint32_t ring_addr = smem_addr(ring);
 
   int stage = 0;
   for (int i = 0;; ++i) {
@@ -409,14 +419,13 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
       cp_async_wait<kStages - 1>();  // this unit's group has landed (for this lane)
     }
     __syncwarp();                  // ... and for every lane of the warp
-    const __nv_bfloat16* k_tile = ring + stage * kStageElements;
-    const __nv_bfloat16* v_tile = k_tile + kUnitKeys * D;
+    const uint32_t stage_addr = ring_addr + stage * (kStageElements * 2);
 
     float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
 #pragma unroll
     for (int kk = 0; kk < kSteps; ++kk) {
       uint32_t b[4];
-      ldmatrix_x4(b, k_tile + tile_offset<D>(k_key, kk * 2 + k_half));
+      ldmatrix_x4(b, stage_addr + k_offset[kk % kOffsets] + (kk / kOffsets) * 128);
       const uint32_t a[4] = {q_frag[kk][0], 0u, q_frag[kk][1], 0u};
       mma_bf16_16816(s[0], a, b[0], b[1]);
       mma_bf16_16816(s[1], a, b[2], b[3]);
@@ -458,7 +467,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
 #pragma unroll
     for (int dp = 0; dp < kSteps; ++dp) {
       uint32_t b[4];
-      ldmatrix_x4_trans(b, v_tile + tile_offset<D>(v_key, dp * 2 + v_half));
+      ldmatrix_x4_trans(b, stage_addr + v_offset[dp % kOffsets] + (dp / kOffsets) * 128);
       mma_bf16_16816(o[2 * dp], a, b[0], b[1]);
       mma_bf16_16816(o[2 * dp + 1], a, b[2], b[3]);
     }

@@ -97,16 +97,20 @@ __device__ __forceinline__ void prefetch_l2(const void* src, long long bytes) {
 }
 #endif
 
-__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void* p) {
+// From a shared-memory address (smem_addr): address arithmetic in 32 bits, constants folded into
+// the instruction's offset.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
+               : "r"(addr));
 }
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], const void* p) {
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
+               : "r"(addr));
 }
+__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void* p) { ldmatrix_x4(r, smem_addr(p)); }
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], const void* p) { ldmatrix_x4_trans(r, smem_addr(p)); }
 
 // D = A(16x16 bf16, row) * B(16x8 bf16, col) + D, fp32 accumulators.
 __device__ __forceinline__ void mma_bf16_16816(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
