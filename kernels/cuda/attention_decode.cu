@@ -74,23 +74,43 @@ __device__ __forceinline__ int tile_offset(int key, int chunk) {
   return key * D + (chunk ^ swizzle) * 8;
 }
 
-// Copies slots [first_slot, first_slot + 16) of one block's K and V into a stage; slots at or past
-// `valid` are zero-filled (never read from the pool), so a stale value cannot leak in as NaN. The
-// copies mark their L2 lines evict-first (`policy`): a step reads each key once.
+// A lane's share of copying a unit (16 keys of K and V) into a stage: pass p copies chunk
+// lane % kChunks of key p * kKeysPerPass + lane / kChunks. The swizzle repeats every 8 keys, so
+// passes p and p + kPeriod land 8 rows apart: the first kPeriod destinations serve every pass.
 template <int D>
-__device__ __forceinline__ void load_unit(__nv_bfloat16* stage, const bf16_bits* k_block, const bf16_bits* v_block,
-                                          int first_slot, int valid, int lane, uint64_t policy) {
-  constexpr int kChunks = D / 8, kKeysPerPass = 32 / kChunks, kPasses = kUnitKeys / kKeysPerPass;
-  const int chunk = lane % kChunks;
+struct UnitCopy {
+  static constexpr int kChunks = D / 8, kKeysPerPass = 32 / kChunks, kPasses = kUnitKeys / kKeysPerPass;
+  static constexpr int kPeriod = kKeysPerPass >= 8 ? 1 : 8 / kKeysPerPass;
+};
+// The lane's byte offsets into a stage's K tile for passes [0, kPeriod).
+template <int D>
+__device__ __forceinline__ void unit_copy_offsets(int lane, uint32_t (&offset)[UnitCopy<D>::kPeriod]) {
+  using C = UnitCopy<D>;
 #pragma unroll
-  for (int pass = 0; pass < kPasses; ++pass) {
-    const int key = pass * kKeysPerPass + lane / kChunks;
+  for (int pass = 0; pass < C::kPeriod; ++pass) {
+    offset[pass] = tile_offset<D>(pass * C::kKeysPerPass + lane / C::kChunks, lane % C::kChunks) * 2;
+  }
+}
+
+// Copies slots [first_slot, first_slot + 16) of one block's K and V into the stage at shared address
+// `stage`; slots at or past `valid` are zero-filled (never read from the pool), so a stale value
+// cannot leak in as NaN. The copies mark their L2 lines evict-first (`policy`): a step reads each
+// key once.
+template <int D>
+__device__ __forceinline__ void load_unit(uint32_t stage, const uint32_t (&offset)[UnitCopy<D>::kPeriod],
+                                          const bf16_bits* k_block, const bf16_bits* v_block, int first_slot,
+                                          int valid, int lane, uint64_t policy) {
+  using C = UnitCopy<D>;
+  const int chunk = lane % C::kChunks;
+#pragma unroll
+  for (int pass = 0; pass < C::kPasses; ++pass) {
+    const int key = pass * C::kKeysPerPass + lane / C::kChunks;
     const int slot = first_slot + key;
     const bool ok = slot < valid;
     const int64_t src = ok ? int64_t(slot) * D + chunk * 8 : 0;
-    const int dst = tile_offset<D>(key, chunk);
-    cp_async16(stage + dst, k_block + src, ok ? 16 : 0, policy);
-    cp_async16(stage + kUnitKeys * D + dst, v_block + src, ok ? 16 : 0, policy);
+    const uint32_t dst = stage + offset[pass % C::kPeriod] + (pass / C::kPeriod) * (8 * D * 2);
+    cp_async16(dst, k_block + src, ok ? 16 : 0, policy);
+    cp_async16(dst + kUnitKeys * D * 2, v_block + src, ok ? 16 : 0, policy);
   }
 }
 
@@ -194,6 +214,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int row = lane / 4, quad_col = lane % 4;  // this lane's A/C fragment row (group head) and column pair
   __nv_bfloat16* ring = reinterpret_cast<__nv_bfloat16*>(smem) + warp * kStages * kStageElements;
+  const uint32_t ring_addr = smem_addr(ring);
 
   // The query as the A fragment: row `row` (rows >= G are zero), dims kk*16 + 2*quad_col + {0,1}
   // in q_frag[kk][0] and + 8 in q_frag[kk][1]; rows 8..15 of the tile are zero registers.
@@ -276,10 +297,12 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
 
   // Warp w takes units w, w + 4, ...; the first kStages − 1 are in flight before anything else.
   const uint64_t kv_policy = l2_evict_first_policy();
+  uint32_t copy_offset[UnitCopy<D>::kPeriod];
+  unit_copy_offsets<D>(lane, copy_offset);
   auto issue = [&](int unit, int stage) {
     const KvEntry ref = p.entries[begin + (unit >> unit_shift)];
     const int64_t base = (int64_t(ref.block) * p.num_kv_heads + kv_head) * head_stride;
-    load_unit<D>(ring + stage * kStageElements, p.k_pool + base, p.v_pool + base,
+    load_unit<D>(ring_addr + stage * (kStageElements * 2), copy_offset, p.k_pool + base, p.v_pool + base,
                  (unit & unit_mask) * kUnitKeys, ref.valid, lane, kv_policy);
   };
   // The prologue's units: all of them (`which` 0), those outside the last entry (1), inside it (2).
@@ -390,7 +413,6 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
     k_offset[j] = tile_offset<D>(k_key, j * 2 + k_half) * 2;
     v_offset[j] = (kUnitKeys * D + tile_offset<D>(v_key, j * 2 + v_half)) * 2;
   }
-  const uint32_t ring_addr = smem_addr(ring);
 
   int stage = 0;
   for (int i = 0;; ++i) {

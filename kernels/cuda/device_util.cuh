@@ -43,10 +43,13 @@ __device__ __forceinline__ uint64_t l2_evict_first_policy() {
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
   return policy;
 }
-// cp_async16 with an L2 cache policy (l2_evict_first_policy).
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes, uint64_t policy) {
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(smem_addr(dst)), "l"(src),
+// cp_async16 with an L2 cache policy (l2_evict_first_policy), to a shared-memory address (smem_addr).
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int src_bytes, uint64_t policy) {
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(src),
                "r"(src_bytes), "l"(policy));
+}
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes, uint64_t policy) {
+  cp_async16(smem_addr(dst), src, src_bytes, policy);
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
