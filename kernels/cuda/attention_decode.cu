@@ -403,7 +403,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, 2) decode_kernel(DecodePara
   float row_max = -INFINITY, row_sum = 0.0f;  // of row `row`, quad-uniform max, lane-partial sum
   // ldmatrix row addresses: K (B of Q·K^T, non-transposed) and V (B of P·V, transposed), as byte
   // offsets into a stage. A swizzle flips only a chunk's low three bits, so k-steps kk and kk + 4
-  // read 128 bytes apart: four offsets a lane, the rest folded into the instructions' offsets.
+  // read 128 bytes apart: at most four offsets a lane, the rest folded into the instructions' offsets.
   const int k_key = lane % 8 + (lane / 16) * 8, k_half = (lane / 8) % 2;
   const int v_key = lane % 8 + ((lane / 8) % 2) * 8, v_half = lane / 16;
   constexpr int kOffsets = kSteps < 4 ? kSteps : 4;

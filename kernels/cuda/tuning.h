@@ -13,7 +13,8 @@ struct CudaTuning {
   // row and its up row), so the down GEMV reads a plain bf16 input; false: the down GEMV forms it
   // while staging its input from the stored gate_up. The same logits, bit for bit (tested). H100,
   // batch 1 after a 2,048-token prompt, against the staging from one binary: 1B +1.0 / +1.4 %,
-  // SmolLM2-135M +5.5 %, 8B +2.6 % tok/s (bench/cuda/NOTES.md, session 23).
+  // SmolLM2-135M +5.5 %, 8B +2.6 % tok/s; on a second H100 1B +0.7 … +1.9 %, SmolLM2 +4.2 %,
+  // 8B +2.4 % (bench/cuda/NOTES.md, session 23).
   bool swiglu_in_gate_up = true;
   // With fused_decode, the wqkv GEMV also rotates and stores K/V (and q) itself, replacing kv_write.
   bool fused_kv_write = true;
