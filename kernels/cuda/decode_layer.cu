@@ -339,7 +339,7 @@ __device__ void epilogue(int phase, const PhasePlan& plan, const float* partial,
       // gate_up rounded to bf16 as the GEMV stores it, then swiglu's arithmetic and rounding.
       const float gate = __bfloat162float(__float2bfloat16(row_sum(partial, i * spr, spr)));
       const float up = __bfloat162float(__float2bfloat16(row_sum(partial, (n + i) * spr, spr)));
-      act[plan.run_row[0] + i] = __float2bfloat16(gate / (1.0f + expf(-gate)) * up);
+      act[plan.run_row[0] + i] = __float2bfloat16(detail::silu_times(gate, up));
     }
   } else {
     int base = 0;
@@ -431,7 +431,7 @@ __global__ void __launch_bounds__(kLayerThreads, 1)
         for (int i = threadIdx.x; i < n; i += kConsumers) {
           const float gate = __bfloat162float(__float2bfloat16(row_sum(sums, i * spr, spr)));
           const float up = __bfloat162float(__float2bfloat16(row_sum(sums, (n + i) * spr, spr)));
-          act[first + i] = __float2bfloat16(gate / (1.0f + expf(-gate)) * up);
+          act[first + i] = __float2bfloat16(detail::silu_times(gate, up));
         }
       }
       continue;

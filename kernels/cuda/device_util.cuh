@@ -115,6 +115,10 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], uint32_t addr) 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void* p) { ldmatrix_x4(r, smem_addr(p)); }
 __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], const void* p) { ldmatrix_x4_trans(r, smem_addr(p)); }
 
+// silu(gate) * up in fp32: the arithmetic of every SwiGLU in the CUDA backend (the swiglu launch,
+// the GEMVs' staging and epilogue, the layer kernel), so they all round alike.
+__device__ __forceinline__ float silu_times(float gate, float up) { return gate / (1.0f + expf(-gate)) * up; }
+
 // D = A(16x16 bf16, row) * B(16x8 bf16, col) + D, fp32 accumulators.
 __device__ __forceinline__ void mma_bf16_16816(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
   asm volatile(

@@ -125,7 +125,7 @@ __device__ __forceinline__ void gemv_stage_input(const GemvInput& in, int cols, 
         detail::unpack8(up_piece[k], up);
         float act[8];
 #pragma unroll
-        for (int j = 0; j < 8; ++j) act[j] = gate[j] / (1.0f + expf(-gate[j])) * up[j];
+        for (int j = 0; j < 8; ++j) act[j] = detail::silu_times(gate[j], up[j]);
         stage[p - begin] = make_uint4(detail::pack_bf16x2(act[0], act[1]), detail::pack_bf16x2(act[2], act[3]),
                                       detail::pack_bf16x2(act[4], act[5]), detail::pack_bf16x2(act[6], act[7]));
       }
@@ -166,7 +166,7 @@ __device__ __forceinline__ void pair_rows(int block, int warp, int rows, const Q
 __device__ __forceinline__ void swiglu_epilogue(void* act, int i, int rows, const float sum[2]) {
   if (i >= rows / 2) return;
   const float gate = __bfloat162float(__float2bfloat16(sum[0])), up = __bfloat162float(__float2bfloat16(sum[1]));
-  static_cast<__nv_bfloat16*>(act)[i] = __float2bfloat16(gate / (1.0f + expf(-gate)) * up);
+  static_cast<__nv_bfloat16*>(act)[i] = __float2bfloat16(detail::silu_times(gate, up));
 }
 
 template <int EPI>

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/device_util.cuh"
 #include "kernels/cuda/ops.h"
 
 namespace lazyscope::cuda {
@@ -59,15 +60,13 @@ __global__ void rmsnorm_vec4_kernel(const float* x, const float* weight, int col
   }
 }
 
-__device__ __forceinline__ float silu_times(float gate, float up) { return gate / (1.0f + expf(-gate)) * up; }
-
 __global__ void swiglu_kernel(const __nv_bfloat16* gate_up, int inter, __nv_bfloat16* out) {
   const int64_t row = blockIdx.y;
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= inter) return;
   const float gate = __bfloat162float(gate_up[row * 2 * inter + i]);
   const float up = __bfloat162float(gate_up[row * 2 * inter + inter + i]);
-  out[row * inter + i] = __float2bfloat16(silu_times(gate, up));
+  out[row * inter + i] = __float2bfloat16(detail::silu_times(gate, up));
 }
 
 // The same arithmetic, 8 columns a thread through 16-byte loads and stores (inter % 8 == 0).
@@ -84,7 +83,7 @@ __global__ void swiglu_vec8_kernel(const __nv_bfloat16* gate_up, int inter, __nv
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const float2 a = __bfloat1622float2(gp[j]), b = __bfloat1622float2(up[j]);
-    rp[j] = __floats2bfloat162_rn(silu_times(a.x, b.x), silu_times(a.y, b.y));
+    rp[j] = __floats2bfloat162_rn(detail::silu_times(a.x, b.x), detail::silu_times(a.y, b.y));
   }
   reinterpret_cast<uint4*>(out + row * inter)[octet] = result;
 }
