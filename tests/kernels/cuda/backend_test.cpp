@@ -383,9 +383,9 @@ TEST_P(BackendTest, FusedKvWriteMatchesSeparateKvWrite) {
   expect_same_decode(fused, separate, shape, 27, 71, 2e-3);
 }
 
-// SwiGLU formed in the gate_up GEMV's epilogue (opt-in) against the down GEMV forming it in its
-// staging: the same arithmetic and roundings, so the same logits bit for bit over lazy and plain
-// decode steps.
+// SwiGLU formed in the gate_up GEMV's epilogue (the default) against the down GEMV forming it in
+// its staging: the same arithmetic and roundings, so the same logits bit for bit over lazy and
+// plain decode steps.
 TEST_P(BackendTest, SwiGluInGateUpEpilogueMatchesDownStaging) {
   LAZYSCOPE_REQUIRE_GPU();
   const ModelShape shape = GetParam().shape;
