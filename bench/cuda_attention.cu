@@ -180,6 +180,11 @@ struct PrefillCase {
     forced.num_splits = kernel_splits[int(kernel)];
     prefill_attention(forced, nullptr);
   }
+  void attention_persistent(bool on) const {  // the default kernel with persistent CTAs, or a CTA a row tile
+    PrefillParams chosen = p;
+    chosen.persistent = on;
+    prefill_attention(chosen, nullptr);
+  }
   void step() const {
     kv_write(kw, nullptr);
     prefill_attention(p, nullptr);
@@ -253,7 +258,10 @@ void prefill_table(const DeviceBuffer& inv_freq, int only_shape) {
               "## lazy pre-pass = lazy attention with its own rotation pre-pass (the unfused path);\n"
               "## kernel: the default here (%s); last columns: plain attention on the mma.sync kernel and on\n"
               "## the two-CTA wgmma kernel (where there is one), each at its own split count (as the backend\n"
-              "## would choose it) and timed in alternation with the default, and the default's time over theirs\n",
+              "## would choose it) and timed in alternation with the default, and the default's time over theirs;\n"
+              "## persistent: the default kernel with persistent CTAs (PrefillParams::persistent) against a CTA a\n"
+              "## row tile, in alternation, and its time over theirs (calls without splits; the RAG rows split\n"
+              "## the keys, so both time the same launch there)\n",
               [&] {
                 PrefillParams probe;
                 probe.head_dim = kDim;
@@ -261,8 +269,10 @@ void prefill_table(const DeviceBuffer& inv_freq, int only_shape) {
               }());
   std::printf("| shape | keys | splits plain/lazy | plain attn µs | lazy attn µs | attn overhead | plain step µs | "
               "lazy step µs | step overhead | lazy pre-pass µs | plain TFLOP/s | lazy TFLOP/s | mma.sync plain µs | "
-              "mma.sync TFLOP/s | default / mma.sync | wgmma plain µs | wgmma TFLOP/s | default / wgmma |\n");
-  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+              "mma.sync TFLOP/s | default / mma.sync | wgmma plain µs | wgmma TFLOP/s | default / wgmma | persistent plain µs | "
+              "a CTA a row tile, plain µs | persistent / a CTA a tile | persistent / a CTA a tile, lazy |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+              "---:|\n");
   Pool pool = make_pool(16384 / kBlock + 16);
   std::mt19937 rng(7);
   int shapes_seen = 0;
@@ -273,7 +283,8 @@ void prefill_table(const DeviceBuffer& inv_freq, int only_shape) {
   };
   for (Shape s : {Shape{"4 docs x 2K + 64-token query", 4 * 2048, 64, false},
                   Shape{"5 docs x 2K + 512-token query", 5 * 2048, 512, false}, Shape{"causal 4K", 0, 4096, true},
-                  Shape{"causal 8K", 0, 8192, true}, Shape{"causal 16K", 0, 16384, true}}) {
+                  Shape{"causal 8K", 0, 8192, true}, Shape{"causal 16K", 0, 16384, true},
+                  Shape{"causal 2K", 0, 2048, true}}) {
     const int total = s.prior + s.n;
     const std::mt19937 shape_rng = rng;  // plain and lazy walk the same block order (only the shifts differ)
     rng.discard(1000);
@@ -292,16 +303,21 @@ void prefill_table(const DeviceBuffer& inv_freq, int only_shape) {
     using Kernel = PrefillParams::Kernel;
     const PairTimes kernels = time_pair([&] { plain.attention_on(Kernel::MmaSync); }, [&] { plain.attention(); });
     const PairTimes two_cta = time_pair([&] { plain.attention_on(Kernel::Wgmma); }, [&] { plain.attention(); });
+    const PairTimes persistent = time_pair([&] { plain.attention_persistent(false); },
+                                           [&] { plain.attention_persistent(true); });
+    const PairTimes persistent_lazy = time_pair([&] { lazy.attention_persistent(false); },
+                                                [&] { lazy.attention_persistent(true); });
     // FLOPs: QK^T and PV, 2 each per multiply-add; causal counts the visible half.
     const double pairs = s.causal_full ? double(s.n) * (s.n + 1) / 2.0 : double(s.n) * s.prior + double(s.n) * (s.n + 1) / 2.0;
     const double flops = 4.0 * pairs * kDim * kHeads;
     std::printf("| %s | %d | %d/%d | %.1f | %.1f | %+.1f %% | %.1f | %.1f | %+.1f %% | %.1f | %.1f | %.1f | %.1f | %.1f | "
-                "%.3f | %.1f | %.1f | %.3f |\n",
+                "%.3f | %.1f | %.1f | %.3f | %.1f | %.3f | %.1f | %.3f |\n",
                 s.name, total, plain.splits, lazy.splits, attn.a_ms * 1e3, attn.b_ms * 1e3, 100.0 * (attn.ratio - 1.0),
                 step.a_ms * 1e3, step.b_ms * 1e3, 100.0 * (step.ratio - 1.0), prepass * 1e3,
                 flops / (attn.a_ms * 1e-3) / 1e12, flops / (attn.b_ms * 1e-3) / 1e12, kernels.a_ms * 1e3,
                 flops / (kernels.a_ms * 1e-3) / 1e12, kernels.ratio, two_cta.a_ms * 1e3,
-                flops / (two_cta.a_ms * 1e-3) / 1e12, two_cta.ratio);
+                flops / (two_cta.a_ms * 1e-3) / 1e12, two_cta.ratio, persistent.b_ms * 1e3, persistent.a_ms * 1e3,
+                persistent.ratio, persistent_lazy.ratio);
     std::fflush(stdout);
   }
 }
@@ -485,13 +501,13 @@ int main(int argc, char** argv) {
     const bool decode_only = argc > 1 && std::string(argv[1]) == "--decode";
     const int only_batch = decode_only && argc > 3 ? std::stoi(argv[2]) : 0;
     const int only_context = decode_only && argc > 3 ? std::stoi(argv[3]) : 0;
-    // `--prefill [SHAPE]`: the prefill table alone, or its row SHAPE (1-5, for a profiler run).
+    // `--prefill [SHAPE]`: the prefill table alone, or its row SHAPE (1-6, for a profiler run).
     const bool prefill_only = argc > 1 && std::string(argv[1]) == "--prefill";
     int only_shape = 0;
     if (prefill_only && argc > 2) {
       const std::string arg = argv[2];
-      if (arg.size() != 1 || arg[0] < '1' || arg[0] > '5') {
-        throw std::runtime_error("--prefill SHAPE: a row of the table, 1-5 (got '" + arg + "')");
+      if (arg.size() != 1 || arg[0] < '1' || arg[0] > '6') {
+        throw std::runtime_error("--prefill SHAPE: a row of the table, 1-6 (got '" + arg + "')");
       }
       only_shape = arg[0] - '0';
     }

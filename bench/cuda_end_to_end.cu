@@ -206,8 +206,8 @@ int main(int argc, char** argv) {
                 "4 bytes read back; logits: all logits read back, argmax on the host (graphs on); device: median "
                 "GPU-event time of a greedy graph step (events around each step: upload, kernels, LM head, argmax, "
                 "readback; wall minus device = host turnaround between steps).\n\n");
-    std::printf("| model | weight GB/token | bound tok/s | tok/s greedy+graphs | %% of bound | ms/token | tok/s greedy, no graphs | ms/token | tok/s logits readback | device ms/token | device %% of bound | graphs captured | same tokens | prefill 2048 tok/s | prefill, mma.sync attention |\n");
-    std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n");
+    std::printf("| model | weight GB/token | bound tok/s | tok/s greedy+graphs | %% of bound | ms/token | tok/s greedy, no graphs | ms/token | tok/s logits readback | device ms/token | device %% of bound | graphs captured | same tokens | prefill 2048 tok/s | prefill, mma.sync attention | prefill, persistent attention CTAs | prefill, a CTA a row tile | persistent speed-up |\n");
+    std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|\n");
     const std::vector<std::string> models =
         one_model ? std::vector<std::string>{argv[2]} : std::vector<std::string>{"smollm2-135m", "llama-3.2-1b", "llama-3.1-8b"};
     struct ModelResult {
@@ -223,11 +223,14 @@ int main(int argc, char** argv) {
       const double bound = copy_gbs * 1e9 / bytes;
       const bench::DecodeThroughput t = bench::measure_decode(model, 2048, 128, true, variant_filter);
       const double graph_tps = 1000.0 / t.greedy_graph_ms, stream_tps = 1000.0 / t.greedy_stream_ms;
-      std::printf("| %s | %.2f | %.0f | %.1f | %.0f %% | %.3f | %.1f | %.3f | %.1f | %.3f | %.0f %% | %d | %s | %.0f | %.0f |\n",
+      std::printf("| %s | %.2f | %.0f | %.1f | %.0f %% | %.3f | %.1f | %.3f | %.1f | %.3f | %.0f %% | %d | %s | %.0f | %.0f | %.0f | "
+                  "%.0f | %.3f× |\n",
                   model, bytes / 1e9, bound, graph_tps, 100.0 * graph_tps / bound, t.greedy_graph_ms, stream_tps,
                   t.greedy_stream_ms, 1000.0 / t.logits_ms, t.device_ms, 100.0 * (1000.0 / t.device_ms) / bound,
                   t.graph_captures, t.tokens_match ? "yes" : "NO", t.prefill_tokens_per_second,
-                  t.prefill_mma_sync_tokens_per_second);
+                  t.prefill_mma_sync_tokens_per_second, t.prefill_persistent_tokens_per_second,
+                  t.prefill_one_tile_tokens_per_second,
+                  t.prefill_persistent_speedup);
       std::fflush(stdout);
       results.push_back({name, bound, t});
     }

@@ -64,7 +64,8 @@ def main():
         print("| shape | backend | mode | µs | TFLOP/s |\n|---|---|---|---:|---:|")
     for name, prior, n, causal in (("4 docs x 2K + 64-token query", 8192, 64, False),
                                    ("5 docs x 2K + 512-token query", 10240, 512, False), ("causal 4K", 0, 4096, True),
-                                   ("causal 8K", 0, 8192, True), ("causal 16K", 0, 16384, True)):
+                                   ("causal 8K", 0, 8192, True), ("causal 16K", 0, 16384, True),
+                                   ("causal 2K", 0, 2048, True)):
         if not prefill:
             break
         keys = prior + n

@@ -185,6 +185,32 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
     result.prefill_mma_sync_tokens_per_second = prefill_tokens / (median(times) * 1e-3);
     backend.set_tuning(CudaTuning{});
   }
+  {  // the same prefill with the attention kernel's persistent CTAs and with a CTA a row tile,
+     // alternated run by run (the first pair a warm-up)
+    CudaTuning persistent, one_tile;
+    persistent.prefill_persistent = true;
+    one_tile.prefill_persistent = false;
+    std::vector<double> times[2], ratios;
+    for (int r = 0; r < 6; ++r) {
+      double ms[2];
+      for (int k = 0; k < 2; ++k) {
+        backend.set_tuning(k == 0 ? persistent : one_tile);
+        backend.synchronize();
+        const auto start = Clock::now();
+        run_segment(backend, prefill_tokens, 0, blocks, {}, false, true, nullptr, 1, shape.vocab_size);
+        ms[k] = ms_since(start);
+      }
+      if (r > 0) {
+        times[0].push_back(ms[0]);
+        times[1].push_back(ms[1]);
+        ratios.push_back(ms[1] / ms[0]);
+      }
+    }
+    result.prefill_persistent_tokens_per_second = prefill_tokens / (median(times[0]) * 1e-3);
+    result.prefill_one_tile_tokens_per_second = prefill_tokens / (median(times[1]) * 1e-3);
+    result.prefill_persistent_speedup = median(ratios);
+    backend.set_tuning(CudaTuning{});
+  }
   prompt.length = prefill_tokens;
   // Each mode decodes from the same prompt and first token (rewriting the same slots).
   std::vector<int32_t> graph_tokens, stream_tokens, logits_tokens;

@@ -38,6 +38,9 @@ struct DecodeVariant {
 struct DecodeThroughput {
   double prefill_tokens_per_second = 0;  // one prompt of prefill_tokens
   double prefill_mma_sync_tokens_per_second = 0;  // the same with the mma.sync attention kernel
+  double prefill_persistent_tokens_per_second = 0;  // the same with persistent attention CTAs
+  double prefill_one_tile_tokens_per_second = 0;    // and with a CTA a row tile, alternated with it
+  double prefill_persistent_speedup = 0;            // median of the one-tile time over the persistent, run by run
   double greedy_graph_ms = 0;    // ms/token: forward_greedy (device argmax, 4-byte readback), CUDA graphs
   double greedy_stream_ms = 0;   // the same without graphs (every kernel launched from the host)
   std::vector<DecodeVariant> variants;  // the greedy graph step with one default switched off

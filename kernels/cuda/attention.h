@@ -145,6 +145,13 @@ struct PrefillParams {
   // specialisation (two CTAs an SM) — tests and benchmarks compare them.
   enum class Kernel { Auto, MmaSync, Wgmma } kernel = Kernel::Auto;
   int num_splits = 1;
+  // The warp-specialised kernel on calls without splits (plain, or lazy with a single shift): a
+  // grid of at most one CTA an SM whose CTAs walk several row tiles each, the next tile's first
+  // loads landing under this one's last steps; false: a CTA a row tile. Off until a GPU has
+  // measured it. persistent_ctas caps that grid (0: the SM count; tests give a few CTAs many
+  // tiles).
+  bool persistent = false;
+  int persistent_ctas = 0;
   float* partial_o = nullptr;            // [n * num_heads, num_splits, head_dim]
   float* partial_ml = nullptr;
 };

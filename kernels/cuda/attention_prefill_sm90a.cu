@@ -3,6 +3,8 @@
 // the warp-specialised kernel (attention_prefill_ws.cuh, the default) and the shared body's
 // two-CTA wgmma build (attention_prefill_kernel.cuh). attention_prefill.cu launches them on
 // compute capability 9.0 when the build holds them.
+#include <algorithm>
+
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
@@ -69,26 +71,39 @@ bool ws_query_map(const PrefillParams& p, CUtensorMap* map) {
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-template <int D, bool LAZY, bool QMAP>
+template <int D, bool LAZY, bool QMAP, bool PERSIST>
 void launch_ws(const PrefillParams& p, const CUtensorMap& q_map, cudaStream_t stream) {
-  constexpr int kSmem = ws_smem_bytes<D, LAZY>();
+  constexpr int kSmem = ws_smem_bytes<D, LAZY || PERSIST>();
   static bool configured = false;
-  allow_smem(prefill_kernel_ws<D, LAZY, QMAP>, kSmem, configured);
-  const int rows = p.n * (p.num_heads / p.num_kv_heads);
-  dim3 grid((rows + kWsRows - 1) / kWsRows, p.num_kv_heads, p.num_splits);
-  prefill_kernel_ws<D, LAZY, QMAP><<<grid, kWsThreads, kSmem, stream>>>(p, q_map);
+  allow_smem(prefill_kernel_ws<D, LAZY, QMAP, PERSIST>, kSmem, configured);
+  const int row_tiles = (p.n * (p.num_heads / p.num_kv_heads) + kWsRows - 1) / kWsRows;
+  dim3 grid(row_tiles, p.num_kv_heads, p.num_splits);
+  if constexpr (PERSIST) {
+    const int ctas = p.persistent_ctas > 0 ? p.persistent_ctas : detail::cached_sm_count();
+    grid = dim3(std::min(row_tiles * p.num_kv_heads, ctas));
+  }
+  prefill_kernel_ws<D, LAZY, QMAP, PERSIST><<<grid, kWsThreads, kSmem, stream>>>(p, q_map);
   LAZYSCOPE_CUDA_LAUNCH_CHECK();
 }
 
 template <int D>
 void launch_ws(const PrefillParams& p, cudaStream_t stream) {
   CUtensorMap q_map{};
+  const bool persistent = p.persistent && p.num_splits == 1;
   if (!p.lazy) {
-    launch_ws<D, false, false>(p, q_map, stream);
+    persistent ? launch_ws<D, false, false, true>(p, q_map, stream) : launch_ws<D, false, false, false>(p, q_map, stream);
+  } else if (persistent && p.num_shifts == 1) {
+    // Every tile at one shift (a prompt with no cached document): plain attention of the one rotated
+    // copy of the query, so the plain kernel's persistent walk.
+    PrefillParams plain = p;
+    plain.lazy = false;
+    plain.q = p.q_rotated;
+    plain.q_row_stride = int64_t(p.num_heads) * p.head_dim;
+    launch_ws<D, false, false, true>(plain, q_map, stream);
   } else if (ws_query_map(p, &q_map)) {
-    launch_ws<D, true, true>(p, q_map, stream);
+    launch_ws<D, true, true, false>(p, q_map, stream);
   } else {
-    launch_ws<D, true, false>(p, q_map, stream);
+    launch_ws<D, true, false, false>(p, q_map, stream);
   }
 }
 

@@ -45,28 +45,29 @@ template <int D>
 constexpr int ws_v_stages() {
   return D == 128 ? 3 : 4;
 }
-// Query buffers: plain one, lazy two (the next shift's rows land while the current ones are read).
-template <bool LAZY>
+// Query buffers: one, or two (lazy: the next shift's rows land while the current ones are read;
+// persistent: the next row tile's).
+template <bool TWO_QUERIES>
 constexpr int ws_query_buffers() {
-  return LAZY ? 2 : 1;
+  return TWO_QUERIES ? 2 : 1;
 }
 // Shared memory: the barriers, column keys and row limits first, then the tiles from the next 1 KB
 // boundary (the 128-byte swizzle repeats every 1 KB). Dynamic shared memory starts 1 KB-aligned
 // (after the block's reserved 1 KB, none of it static here), so the metadata takes the tiles' pad;
 // the kernel checks that.
-template <int D, bool LAZY>
+template <int D>
 constexpr int ws_meta_bytes() {
   constexpr int kK = ws_k_stages<D>(), kV = ws_v_stages<D>();
-  return (2 * kK + 2 * kV + 2) * 8 + kK * (kStepKeys + 1) * 4 + kWsRows * 4;
+  return (2 * kK + 2 * kV + 2) * 8 + kK * (kStepKeys + 2) * 4 + kWsRows * 4;
 }
-template <int D, bool LAZY>
+template <int D, bool TWO_QUERIES>
 constexpr int ws_tile_bytes() {
   return (ws_k_stages<D>() + ws_v_stages<D>()) * kStepKeys * D * 2 +
-         ws_query_buffers<LAZY>() * kWsRows * D * 2;
+         ws_query_buffers<TWO_QUERIES>() * kWsRows * D * 2;
 }
-template <int D, bool LAZY>
+template <int D, bool TWO_QUERIES>
 constexpr int ws_smem_bytes() {
-  constexpr int kBytes = (ws_meta_bytes<D, LAZY>() + 1023) / 1024 * 1024 + ws_tile_bytes<D, LAZY>();
+  constexpr int kBytes = (ws_meta_bytes<D>() + 1023) / 1024 * 1024 + ws_tile_bytes<D, TWO_QUERIES>();
   static_assert(kBytes <= 227 * 1024, "beyond the shared memory a Hopper block may opt into");
   return kBytes;
 }
@@ -109,13 +110,42 @@ __device__ __forceinline__ int run_change(const PrefillParams& p, const CtaWork&
   return min(p.tile_run_end[ti], work.tile_end) - work.tile_begin;
 }
 
+// Persistent: the tiles of the table whose first key is at most key_limit (key_start ascends, tile
+// 0 starts at key 0), counted by one warp on its own: 32 samples a round narrow the range 32-fold,
+// then one ballot over what is left (a table of 8K keys: two round trips).
+__device__ __forceinline__ int warp_visible_tiles(const PrefillParams& p, int key_limit) {
+  const int lane = threadIdx.x % 32;
+  int lo = 0, hi = p.num_tiles;  // tiles before lo are visible, tiles from hi on are not
+  while (hi - lo > 32) {
+    const int stride = (hi - lo + 31) / 32, at = lo + lane * stride;
+    const int seen = __popc(__ballot_sync(0xffffffffu, at < hi && p.tiles[at].key_start <= key_limit));
+    if (seen == 0) return lo;
+    hi = min(hi, lo + seen * stride);  // the first sample past the limit
+    lo += (seen - 1) * stride;         // the last one within it
+  }
+  return lo + __popc(__ballot_sync(0xffffffffu, lo + lane < hi && p.tiles[lo + lane].key_start <= key_limit));
+}
+
+// Persistent: the work item of this CTA's round r, or past `items` when it has none. Items are
+// ordered heaviest first; rounds alternate direction over the grid (a snake), so every CTA's
+// sum of causal lengths comes out near the same.
+__device__ __forceinline__ int persistent_item(int round) {
+  return round * gridDim.x + (round % 2 == 0 ? blockIdx.x : gridDim.x - 1 - blockIdx.x);
+}
+
 // QMAP (lazy only): the producer loads each later shift's query through q_map, q_rotated as a 4-D
 // tensor [shift][token][head][dim] whose box is one 64-dim half of a CTA's query rows, 128-byte
 // swizzled as the query buffers are (ws_query_map); else with cp.async.
-template <int D, bool LAZY, bool QMAP>
+// PERSIST (plain calls without splits): a grid of at most one CTA an SM, each CTA walking several
+// row tiles (persistent_item) with its rings and barriers running on from one to the next, so the
+// next tile's first K/V copies and its query (the second query buffer) land while this tile's
+// last steps are computed, instead of after a new CTA's start.
+template <int D, bool LAZY, bool QMAP, bool PERSIST>
 __global__ void __launch_bounds__(kWsThreads, 1)
     prefill_kernel_ws(PrefillParams p, const __grid_constant__ CUtensorMap q_map) {
 #ifdef LAZYSCOPE_WGMMA_CODE
+  static_assert(!(LAZY && PERSIST), "persistent CTAs walk plain calls only");
+  constexpr bool kTwoQueries = LAZY || PERSIST;
   constexpr int kKStages = ws_k_stages<D>(), kVStages = ws_v_stages<D>();
   constexpr int kStage = kStepKeys * D;  // elements of one K or V stage
   constexpr int kQTile = kWsRows * D;    // elements of one query buffer
@@ -135,21 +165,29 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   uint64_t* q_empty = q_full + 1;
   int* col_key = reinterpret_cast<int*>(q_empty + 1);  // [kKStages][kStepKeys], INT_MAX = empty
   int* masked = col_key + kKStages * kStepKeys;        // [kKStages]: the step needs the mask
-  int* row_key_limit = masked + kKStages;              // [kWsRows]: last key each row sees
+  int* step_tiles = masked + kKStages;                 // [kKStages]: persistent, the step's row tile's tile count
+  int* row_key_limit = step_tiles + kKStages;          // [kWsRows]: last key each row sees
   const uint32_t meta_end = smem_addr(row_key_limit + kWsRows);
   uint8_t* tiles = smem + (((meta_end + 1023) & ~1023u) - smem_addr(smem));
-  if (tiles + ws_tile_bytes<D, LAZY>() > smem + ws_smem_bytes<D, LAZY>()) __trap();  // a start not 1 KB-aligned
+  if (tiles + ws_tile_bytes<D, kTwoQueries>() > smem + ws_smem_bytes<D, kTwoQueries>()) __trap();  // a start not 1 KB-aligned
   __nv_bfloat16* k_s = reinterpret_cast<__nv_bfloat16*>(tiles);  // [kKStages][D/64][kStepKeys][64], swizzled
   __nv_bfloat16* v_s = k_s + kKStages * kStage;                      // [kVStages][...]
   __nv_bfloat16* q_s = v_s + kVStages * kStage;  // [buffers][D/64][kWsRows][64], swizzled as the stages
 
   const int group_size = p.num_heads / p.num_kv_heads;
   const int rows_total = p.n * group_size;
-  const CtaWork work = cta_work<D, false, kWsThreads, 2>(p, kWsRows);  // even splits, lazy ones too
-  const int count = warp_uniform(work.tile_end - work.tile_begin);
-  for (int r = threadIdx.x; r < kWsRows; r += kWsThreads) {
-    const int row = work.row0 + r;
-    row_key_limit[r] = row < rows_total ? p.prior + row / group_size : -1;
+  // The CTA's work and its tile count: its one row tile, or (PERSIST) each round's, set where the
+  // round starts (the consumers read the count from the round's first step).
+  CtaWork work{0, 0, 0, 0, 0};
+  int count = 0;
+  const int row_tiles = (rows_total + kWsRows - 1) / kWsRows, items = row_tiles * p.num_kv_heads;
+  if constexpr (!PERSIST) {
+    work = cta_work<D, false, kWsThreads, 2>(p, kWsRows);  // even splits, lazy ones too
+    count = warp_uniform(work.tile_end - work.tile_begin);
+    for (int r = threadIdx.x; r < kWsRows; r += kWsThreads) {
+      const int row = work.row0 + r;
+      row_key_limit[r] = row < rows_total ? p.prior + row / group_size : -1;
+    }
   }
   if (threadIdx.x == 0) {
     for (int i = 0; i < kKStages; ++i) {
@@ -170,7 +208,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     // Producer. Thread t copies kCpt consecutive columns of each 64-key tile at one 16-byte slice
     // of the head dim.
     setmaxnreg_dec<kProducerRegs>();
-    if (count <= 0) return;  // an empty split (a range past the visible tiles)
+    if (!PERSIST && count <= 0) return;  // an empty split (a range past the visible tiles)
     constexpr int kChunks = D / 8, kCpt = kKeys * kChunks / 128;
     const int t = threadIdx.x;
     const int copy_dim = (t % kChunks) * 8, copy_col0 = (t / kChunks) * kCpt;
@@ -179,6 +217,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     const int entry = copy_col0 >> block_shift, slot0 = copy_col0 & (p.block_size - 1);
     KvTile end_desc;
     end_desc.key_start = p.prior + p.n;
+    int first_row_limit = p.prior + work.row0 / group_size;  // the last key the row tile's first row sees
     auto desc_of = [&](int i) {
       const int ti = work.tile_begin + i;
       return ti < p.num_tiles ? p.tiles[ti] : end_desc;
@@ -270,7 +309,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       // Mask a step with one tile, with empty slots, or reaching past the CTA's first row's causal limit.
       if (t == 0) {
         masked[stage] = !wide || d1.key_start - d0.key_start != kKeys || d2.key_start - d1.key_start != kKeys ||
-                        d1.key_start + kKeys - 1 > row_key_limit[0];
+                        d1.key_start + kKeys - 1 > first_row_limit;
+        if constexpr (PERSIST) step_tiles[stage] = count;
       }
       mbar_arrive(&full_k[stage]);            // releases this thread's key and mask stores
       mbar_arrive_on_copies(&full_k[stage]);  // and this when its copies have landed
@@ -297,7 +337,35 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       e0 = entry_of(d0);
       e1 = entry_of(d1);
     };
-    if (!LAZY || next_change >= count) {
+    if constexpr (PERSIST) {
+      // Round after round, the steps running on through the rings; the next round's visible tiles
+      // are counted once this round's first step is out (the producer would wait for a free stage
+      // there anyway). The grid is at most the item count, so round 0 always has one.
+      auto work_of = [&](int item) {
+        const int2 tile_head = item_tile_head<D>(p, item, row_tiles);
+        CtaWork w{tile_head.y, 0, tile_head.x * kWsRows, 0, 0};
+        const int last_token = (min(rows_total, w.row0 + kWsRows) - 1) / group_size;
+        w.tile_end = warp_visible_tiles(p, p.prior + last_token);
+        return w;
+      };
+      int item = persistent_item(0);
+      CtaWork next = work_of(item);
+      for (int round = 0; item < items;) {
+        work = next;
+        count = run_end = warp_uniform(work.tile_end);
+        first_row_limit = p.prior + work.row0 / group_size;
+        i = 0;
+        d0 = desc_of(0);
+        d1 = desc_of(1);
+        d2 = desc_of(2);
+        e0 = entry_of(d0);
+        e1 = entry_of(d1);
+        issue_step();
+        item = persistent_item(++round);
+        if (item < items) next = work_of(item);
+        while (i < count) issue_step();
+      }
+    } else if (!LAZY || next_change >= count) {
       // Plain calls, and lazy CTAs whose range holds one shift run, walk the steps alone: the lazy
       // loop's query code around them, even where never taken, made the producer slower (causal
       // prompts, lazy over plain on an H100: +1.3-2.4 % with it, +0.8-0.9 % without).
@@ -395,43 +463,49 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   // Consumers: warp c (0..7) owns rows 16c..16c+15 of the CTA, its warpgroup the 64 around them.
   setmaxnreg_inc<kConsumerRegs>();
   const int cw = warp - 4;
+  const int wg = warp_uniform(cw / 4);
   float o[1][D / 8][4];
-  float row_max[1][2] = {{-INFINITY, -INFINITY}}, row_sum[1][2] = {{0.0f, 0.0f}};
+  float row_max[1][2], row_sum[1][2];
+  auto reset_rows = [&] {
+    row_max[0][0] = row_max[0][1] = -INFINITY;
+    row_sum[0][0] = row_sum[0][1] = 0.0f;
 #pragma unroll
-  for (int i = 0; i < D / 8; ++i) o[0][i][0] = o[0][i][1] = o[0][i][2] = o[0][i][3] = 0.0f;
-  if (count > 0) {
-    // The first query rows of this warpgroup (lazy: of the first tile's shift, rotated) into
-    // query buffer 0; each warpgroup stages its own 64 rows (named barrier 2 + wg, 128 threads).
-    const int wg = warp_uniform(cw / 4);
-    // Lazy: the next change of shift (count: none) and the one after it, read a change ahead
-    // (the same in every lane).
-    int next_change = count, change_after = count, query_loads = 0;
+    for (int i = 0; i < D / 8; ++i) o[0][i][0] = o[0][i][1] = o[0][i][2] = o[0][i][3] = 0.0f;
+  };
+  reset_rows();
+  // This warpgroup's 64 query rows of `at` (lazy: of the first tile's shift, rotated) into query
+  // buffer `buffer` by cp.async; query_landed() waits for them (named barrier 2 + wg, 128 threads).
+  auto stage_query = [&](int buffer, const CtaWork& at) {
+    const bf16_bits* q = p.q;
+    int64_t q_stride = p.q_row_stride;
     if constexpr (LAZY) {
-      next_change = warp_uniform(run_change(p, work, work.tile_begin));
-      if (next_change < count) change_after = run_change(p, work, work.tile_begin + next_change);
+      q = p.q_rotated + int64_t(p.tile_shift_index[at.tile_begin]) * p.n * p.num_heads * D;
+      q_stride = int64_t(p.num_heads) * D;
     }
-    {
-      const bf16_bits* q = p.q;
-      int64_t q_stride = p.q_row_stride;
-      if constexpr (LAZY) {
-        q = p.q_rotated + int64_t(p.tile_shift_index[work.tile_begin]) * p.n * p.num_heads * D;
-        q_stride = int64_t(p.num_heads) * D;
-      }
-      constexpr int kChunks = D / 8;
-      for (int idx = threadIdx.x % 128; idx < 64 * kChunks; idx += 128) {
-        const int r = wg * 64 + idx / kChunks, dim = (idx % kChunks) * 8;
-        const int row = work.row0 + r;
-        const bool valid = row < rows_total;
-        const int token = valid ? row / group_size : 0;
-        const int head = work.kv_head * group_size + (valid ? row % group_size : 0);
-        cp_async16(q_s + tile_at<D, true>(r, dim, kWsRows), q + token * q_stride + head * D + dim, valid ? 16 : 0);
-      }
-      cp_async_commit();
-      cp_async_wait<0>();
-      fence_proxy_async_shared();  // the rows are read by the tensor cores next
-      wg == 0 ? named_sync<2>() : named_sync<3>();
+    constexpr int kChunks = D / 8;
+    for (int idx = threadIdx.x % 128; idx < 64 * kChunks; idx += 128) {
+      const int r = wg * 64 + idx / kChunks, dim = (idx % kChunks) * 8;
+      const int row = at.row0 + r;
+      const bool valid = row < rows_total;
+      const int token = valid ? row / group_size : 0;
+      const int head = at.kv_head * group_size + (valid ? row % group_size : 0);
+      cp_async16(q_s + buffer * kQTile + tile_at<D, true>(r, dim, kWsRows), q + token * q_stride + head * D + dim,
+                 valid ? 16 : 0);
     }
-
+    cp_async_commit();
+  };
+  auto query_landed = [&] {
+    cp_async_wait<0>();
+    fence_proxy_async_shared();  // the rows are read by the tensor cores next
+    wg == 0 ? named_sync<2>() : named_sync<3>();
+  };
+  // Steps taken so far (every barrier's stage and phase; persistent: over all the CTA's rounds)
+  // and the query buffer of the current rows (lazy: the next shift's goes to the other one).
+  int step = 0, q_buffer = 0;
+  // One row tile's walk over its `count` tiles, its query in buffer q_buffer (PERSIST: the count
+  // is read from the first step). Lazy: next_change is the next change of shift (count: none) and
+  // change_after the one after it, read a change ahead (the same in every lane).
+  auto walk = [&](int next_change, int change_after) {
     float s[1][kStepKeys / 8][4];
 #pragma unroll
     for (int i = 0; i < kStepKeys / 8; ++i) s[0][i][0] = s[0][i][1] = s[0][i][2] = s[0][i][3] = 0.0f;
@@ -444,7 +518,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     const uint32_t k_lo0 = swizzled_desc_lo(k_s, 16);
     const uint32_t v_lo0 = swizzled_desc_lo(v_s, kStepKeys * 128);
     auto issue_scores = [&](int stage) {  // S = Q K^T, Q and K K-major in shared memory
-      const uint32_t q_lo = q_lo0 + (LAZY ? (query_loads & 1) * (kQTile / 8) : 0);
+      const uint32_t q_lo = q_lo0 + (kTwoQueries ? q_buffer * (kQTile / 8) : 0);
       const uint32_t k_lo = k_lo0 + stage * (kStage / 8);
       auto step = [](int kk, int rows) { return ((kk / 4) * rows * 64 + (kk % 4) * 16) / 8; };
       wgmma_ss_n128_kmajor<false>(s[0], q_lo, k_lo);
@@ -486,26 +560,29 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     auto my_turn = [&] { pair_sync(4 + wg); };
     auto their_turn = [&] { pair_arrive(5 - wg); };
     if (wg == 1) pair_arrive(4);  // warpgroup 0 goes first
-    // Step 0: its scores and weights; O is still zero, nothing to rescale.
-    mbar_wait(&full_k[0], 0);
+    // The first step: its scores and weights; O is still zero, nothing to rescale.
+    int stage = step % kKStages;
+    mbar_wait(&full_k[stage], (step / kKStages) & 1);
+    if constexpr (PERSIST) next_change = count = warp_uniform(step_tiles[stage]);
     fence_proxy_async_shared();  // the stage's generic-proxy copies, seen here, to the tensor cores
     my_turn();
     wgmma_fence();
-    issue_scores(0);
+    issue_scores(stage);
     their_turn();
     wgmma_wait<0>();
-    softmax(0);
-    mbar_arrive(&empty_k[0]);  // each thread releases its own reads (scores waited for, keys read)
+    softmax(stage);
+    mbar_arrive(&empty_k[stage]);  // each thread releases its own reads (scores waited for, keys read)
     pack_weights<kStepKeys>(s[0], pa);
-    int prev = 0, step = 1;
+    int prev = step % kVStages;
+    ++step;
     for (int i = step_width(0); i < count; ++step) {
-      const int stage = step % kKStages;
+      stage = step % kKStages;
       if (LAZY && i == next_change) {
         // The range crosses into another shift run: its rotated query, staged by the producer in
         // the other buffer; no product reads the current one any more (all waited for).
-        mbar_wait(q_full, query_loads & 1);
+        mbar_wait(q_full, q_buffer);  // the buffer flips with each query, so its index is the phase
         mbar_arrive(q_empty);
-        ++query_loads;
+        q_buffer ^= 1;
         // change_after was read a change ago; made warp-uniform only here, so its load is never
         // waited for on the way to a product.
         next_change = warp_uniform(change_after);
@@ -538,8 +615,53 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     their_turn();
     if (wg == 0) my_turn();  // warpgroup 1's last arrival: both barriers end balanced
     wgmma_wait<0>();
+  };
+
+  if constexpr (!PERSIST) {
+    if (count > 0) {
+      int next_change = count, change_after = count;
+      if constexpr (LAZY) {  // read while the query is on its way
+        next_change = warp_uniform(run_change(p, work, work.tile_begin));
+        if (next_change < count) change_after = run_change(p, work, work.tile_begin + next_change);
+      }
+      stage_query(0, work);
+      query_landed();
+      walk(next_change, change_after);
+    }
+    store_rows<D>(p, o[0], row_max[0], row_sum[0], work.row0 + cw * 16, work.kv_head, work.split);
+  } else {
+    // Round after round (the producer's order): the next round's query goes into the other buffer
+    // while this round is walked.
+    auto rows_of = [&](int item) {
+      const int2 tile_head = item_tile_head<D>(p, item, row_tiles);
+      return CtaWork{tile_head.y, 0, tile_head.x * kWsRows, 0, 0};
+    };
+    int item = persistent_item(0);
+    work = rows_of(item);
+    stage_query(0, work);
+    query_landed();
+    for (int round = 0;;) {
+      // This warp's rows' causal limits (the softmax reads only its own 16).
+      if (threadIdx.x % 32 < 16) {
+        const int row = work.row0 + cw * 16 + threadIdx.x % 32;
+        row_key_limit[cw * 16 + threadIdx.x % 32] = row < rows_total ? p.prior + row / group_size : -1;
+      }
+      __syncwarp();
+      const int next_item = persistent_item(++round);
+      const CtaWork next = rows_of(next_item);
+      if (next_item < items) stage_query(q_buffer ^ 1, next);
+      walk(count, count);
+      store_rows<D>(p, o[0], row_max[0], row_sum[0], work.row0 + cw * 16, work.kv_head, 0);
+      reset_rows();
+      // Warpgroup 1 may not arrive at the next round's first turn before warpgroup 0 has passed
+      // its last one of this round (a second arrival would complete that barrier alone).
+      pair_sync(6);
+      if (next_item >= items) break;
+      work = next;
+      query_landed();
+      q_buffer ^= 1;
+    }
   }
-  store_rows<D>(p, o[0], row_max[0], row_sum[0], work.row0 + cw * 16, work.kv_head, work.split);
 #else
   (void)p;
   __trap();

@@ -142,6 +142,7 @@ void CudaBackend::run_prefill(const ForwardStep& step, int total_keys, StepOutpu
     ap.split_ranges = step.lazy_rotation ? d_ranges : nullptr;
     ap.q_rotated_ready = fused_rotation;  // filled by kv_write above
     ap.kernel = kernel_choice.kernel;
+    ap.persistent = tuning_.prefill_persistent;
     ap.out = attn;
     ap.num_splits = num_splits;
     ap.partial_o = partial_o_.as<float>();

@@ -65,6 +65,11 @@ struct CudaTuning {
   // Prompt steps take the warp-specialised wgmma attention kernel where the GPU and the build have
   // it (compute capability 9.0, sm_90a code; head_dim 64 / 128); false: mma.sync everywhere.
   bool prefill_wgmma = true;
+  // The warp-specialised kernel's prompt steps without KV splits run a grid of at most one CTA an
+  // SM, each walking several row tiles (PrefillParams::persistent); false: a CTA a row tile.
+  // Off by default until a GPU has measured it (bench_cuda_attention's "persistent" columns,
+  // bench_cuda_end_to_end's prefill columns).
+  bool prefill_persistent = false;
 };
 
 }  // namespace lazyscope::cuda

@@ -383,25 +383,53 @@ TEST(AttentionDecodeTest, OverheadProbeTimesLazyOnQueryCopies) {
   LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
+// A prompt of n new tokens over `table`: its plan, the CPU reference's output, and the device
+// inputs; params() fills all but the splits (and their workspace and ranges).
+struct PrefillInputs {
+  const Case& c;
+  const int n;
+  AttentionPlan plan;
+  std::vector<float> expected;
+  DeviceBuffer d_q, d_k, d_v, d_q_rotated;
+  std::unique_ptr<DevicePrefillPlan> device_plan;
+  std::size_t out_count = 0;
+
+  PrefillInputs(const Case& c_in, const Pool& pool, const std::vector<BlockRef>& table, int n_in,
+                const std::vector<float>& inv_freq, std::mt19937& rng)
+      : c(c_in), n(n_in) {
+    const int heads = kKvHeads * c.ratio;
+    append_sequence(plan, table, c.block_size, c.lazy);
+    const int total = plan.seq_total_keys[0];
+    std::vector<int32_t> positions(n);
+    for (int i = 0; i < n; ++i) positions[i] = total - n + i + (c.shifts == Shifts::Large ? 80000 : 0);
+    const std::vector<float> q = random_bf16_values(std::size_t(n) * heads * c.head_dim, rng);
+    expected = cpu_attention(c, pool, table, q, positions, inv_freq);
+    d_q = upload_as_bf16(gpu_query(c, q, positions, inv_freq));
+    d_k = upload_as_bf16(pool.k);
+    d_v = upload_as_bf16(pool.v);
+    device_plan = std::make_unique<DevicePrefillPlan>(plan, positions, inv_freq);
+    d_q_rotated = DeviceBuffer(lazy_query_workspace_elements(n, heads, c.head_dim, device_plan->num_shifts) * 2);
+    out_count = std::size_t(n) * heads * c.head_dim;
+  }
+  PrefillParams params(const DeviceBuffer& ranges, DeviceBuffer& out) const {
+    PrefillParams p = device_plan->params(shape_of(c), n, c.lazy);
+    p.q = d_q.as<bf16_bits>();
+    p.k_pool = d_k.as<bf16_bits>();
+    p.v_pool = d_v.as<bf16_bits>();
+    p.q_rotated = d_q_rotated.as<bf16_bits>();
+    p.split_ranges = ranges.as<int32_t>();
+    p.out = out.as<bf16_bits>();
+    return p;
+  }
+};
+
 void expect_prefill_matches_cpu(const Case& c, const TableMaker& table_of = make_table) {
   std::mt19937 rng(99 + c.head_dim + c.ratio * 3 + c.block_size);
   const Pool pool = random_pool(c, rng);
   const std::vector<float> inv_freq = rope_inv_freq(RopeParams{10000.0f, false}, c.head_dim);
   const int heads = kKvHeads * c.ratio;
   for (int n : {1, 7, 2 * c.block_size + 9, 150}) {
-    const std::vector<BlockRef> table = table_of(c, 0, n, 0);
-    AttentionPlan plan;
-    append_sequence(plan, table, c.block_size, c.lazy);
-    const int total = plan.seq_total_keys[0];
-    std::vector<int32_t> positions(n);
-    for (int i = 0; i < n; ++i) positions[i] = total - n + i + (c.shifts == Shifts::Large ? 80000 : 0);
-    const std::vector<float> q = random_bf16_values(std::size_t(n) * heads * c.head_dim, rng);
-    const std::vector<float> expected = cpu_attention(c, pool, table, q, positions, inv_freq);
-    DeviceBuffer d_q = upload_as_bf16(gpu_query(c, q, positions, inv_freq));
-    DeviceBuffer d_k = upload_as_bf16(pool.k), d_v = upload_as_bf16(pool.v);
-    const DevicePrefillPlan device_plan(plan, positions, inv_freq);
-    DeviceBuffer d_q_rotated(lazy_query_workspace_elements(n, heads, c.head_dim, device_plan.num_shifts) * 2);
-    const std::size_t out_count = std::size_t(n) * heads * c.head_dim;
+    const PrefillInputs in(c, pool, table_of(c, 0, n, 0), n, inv_freq, rng);
     // Variants 0-1: the default kernel (the warp-specialised wgmma kernel on Hopper builds for
     // D 64 / 128, whose lazy ranges cross shift runs), then mma.sync with 32 and 16 rows a warp,
     // then the two-CTA wgmma kernel (mma.sync elsewhere); each with one split and with three.
@@ -412,18 +440,12 @@ void expect_prefill_matches_cpu(const Case& c, const TableMaker& table_of = make
       probe.head_dim = c.head_dim;
       probe.kernel = variant < 2 ? Kernel::Auto : variant < 6 ? Kernel::MmaSync : Kernel::Wgmma;
       const int wanted = variant % 2 == 0 ? 1 : 3;
-      const std::vector<int32_t> ranges = lazy_split_ranges(plan, 0, wanted);
+      const std::vector<int32_t> ranges = lazy_split_ranges(in.plan, 0, wanted);
       const int splits = c.lazy && prefill_splits_follow_shift_runs(probe) ? int(ranges.size() / 2) : wanted;
       DeviceBuffer d_ranges = upload(ranges);
-      DeviceBuffer d_out = poisoned_output(out_count);
+      DeviceBuffer d_out = poisoned_output(in.out_count);
       SplitWorkspace split_workspace(n * heads, splits, c.head_dim);
-      PrefillParams p = device_plan.params(shape_of(c), n, c.lazy);
-      p.q = d_q.as<bf16_bits>();
-      p.k_pool = d_k.as<bf16_bits>();
-      p.v_pool = d_v.as<bf16_bits>();
-      p.q_rotated = d_q_rotated.as<bf16_bits>();
-      p.split_ranges = d_ranges.as<int32_t>();
-      p.out = d_out.as<bf16_bits>();
+      PrefillParams p = in.params(d_ranges, d_out);
       p.rows_per_warp = rows_per_warp;
       p.kernel = probe.kernel;
       p.num_splits = splits;
@@ -431,7 +453,7 @@ void expect_prefill_matches_cpu(const Case& c, const TableMaker& table_of = make
       p.partial_ml = split_workspace.partial_ml.as<float>();
       prefill_attention(p, nullptr);
       LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
-      const double error = relative_error(download_bf16(d_out, out_count), expected);
+      const double error = relative_error(download_bf16(d_out, in.out_count), in.expected);
       EXPECT_LT(error, kTolerance) << "n " << n << " splits " << splits
                                    << " " << prefill_kernel_name(p) << ", rows/warp " << rows_per_warp;
     }
@@ -462,6 +484,62 @@ TEST(AttentionPrefillTest, ShiftAtEveryBlockMatchesCpuReference) {
                         Case{64, 2, 32, Shifts::Small, true}, Case{64, 8, 16, Shifts::Large, true}}) {
     SCOPED_TRACE(case_label(c));
     expect_prefill_matches_cpu(c, prefill_table_of_many_shifts);
+  }
+}
+
+// The warp-specialised kernel's persistent CTAs (calls without splits) against a CTA a row tile: a
+// grid of one, three and (the default) one CTA an SM, so a CTA walks up to 20 row tiles whose
+// rings and barriers run on from one to the next. The same bits as a CTA a row tile, and the CPU
+// reference. Lazy calls take this walk only where every tile has one shift (a prompt with no
+// cached document), reading that shift's rotated query.
+std::vector<BlockRef> prompt_table(const Case& c, int, int new_tokens, int first_block) {
+  std::vector<BlockRef> table;
+  for (int remaining = new_tokens, next = first_block; remaining > 0; remaining -= c.block_size) {
+    table.push_back(BlockRef{next++, 0, std::min(remaining, c.block_size)});
+  }
+  return table;
+}
+
+TEST(AttentionPrefillTest, PersistentCtasMatchACtaARowTile) {
+  LAZYSCOPE_REQUIRE_GPU();
+  struct Run {
+    Case c;
+    bool cached_documents;
+  };
+  for (const Run& run : {Run{Case{128, 8, 16, Shifts::Small, false}, true}, Run{Case{64, 4, 32, Shifts::Large, false}, true},
+                         Run{Case{128, 3, 16, Shifts::Small, false}, false}, Run{Case{128, 8, 16, Shifts::Small, true}, false},
+                         Run{Case{64, 2, 64, Shifts::Small, true}, false}}) {
+    const Case& c = run.c;
+    SCOPED_TRACE(case_label(c) + (run.cached_documents ? ", cached documents" : ", prompt alone"));
+    PrefillParams probe;
+    probe.head_dim = c.head_dim;
+    if (!prefill_uses_wgmma(probe)) GTEST_SKIP() << "no warp-specialised kernel here (" << prefill_kernel_name(probe) << ")";
+    std::mt19937 rng(7 + c.head_dim + c.ratio);
+    const Pool pool = random_pool(c, rng);
+    const std::vector<float> inv_freq = rope_inv_freq(RopeParams{10000.0f, false}, c.head_dim);
+    for (int n : {150, 333}) {
+      const PrefillInputs in(c, pool, run.cached_documents ? make_table(c, 0, n, 0) : prompt_table(c, 0, n, 0), n,
+                             inv_freq, rng);
+      ASSERT_TRUE(!c.lazy || in.device_plan->num_shifts == 1) << "a lazy prompt alone has one shift";
+      DeviceBuffer d_ranges = upload(lazy_split_ranges(in.plan, 0, 1));
+      std::vector<float> one_tile;
+      for (int ctas : {-1, 1, 3, 0}) {  // -1: a CTA a row tile
+        DeviceBuffer d_out = poisoned_output(in.out_count);
+        PrefillParams p = in.params(d_ranges, d_out);
+        p.num_splits = 1;
+        p.persistent = ctas >= 0;
+        p.persistent_ctas = std::max(ctas, 0);
+        prefill_attention(p, nullptr);
+        LAZYSCOPE_CUDA_CHECK(cudaDeviceSynchronize());
+        const std::vector<float> got = download_bf16(d_out, in.out_count);
+        EXPECT_LT(relative_error(got, in.expected), kTolerance) << "n " << n << ", CTAs " << ctas;
+        if (ctas < 0) {
+          one_tile = got;
+        } else {
+          EXPECT_EQ(relative_error(got, one_tile), 0.0) << "n " << n << ", CTAs " << ctas << ": not the same bits";
+        }
+      }
+    }
   }
 }
 
