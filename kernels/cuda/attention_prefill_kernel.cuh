@@ -71,8 +71,6 @@ struct CtaWork {
   int kv_head, split, row0, tile_begin, tile_end;
 };
 
-// kSplitTiles: each split's tile count a multiple of it (the warp-specialised kernel's two-tile
-// steps: an odd split would end in a step of one tile, which costs a whole step).
 // Row tile (x) and KV head (y) of work item `linear` of row_tiles x num_kv_heads: heaviest causal
 // row tiles first. When every head's K/V fits the L2 comfortably the order runs across heads (row
 // tile major: the longest items of every head start in the first wave, a near-even finish), else
@@ -85,6 +83,8 @@ __device__ __forceinline__ int2 item_tile_head(const PrefillParams& p, int linea
                       : make_int2(row_tiles - 1 - linear % row_tiles, linear / row_tiles);
 }
 
+// kSplitTiles: each split's tile count a multiple of it (the warp-specialised kernel's two-tile
+// steps: an odd split would end in a step of one tile, which costs a whole step).
 template <int D, bool LAZY, int kThreads, int kSplitTiles = 1>
 __device__ __forceinline__ CtaWork cta_work(const PrefillParams& p, int rows_per_cta) {
   const int group_size = p.num_heads / p.num_kv_heads;

@@ -91,7 +91,11 @@ void launch_ws(const PrefillParams& p, cudaStream_t stream) {
   CUtensorMap q_map{};
   const bool persistent = p.persistent && p.num_splits == 1;
   if (!p.lazy) {
-    persistent ? launch_ws<D, false, false, true>(p, q_map, stream) : launch_ws<D, false, false, false>(p, q_map, stream);
+    if (persistent) {
+      launch_ws<D, false, false, true>(p, q_map, stream);
+    } else {
+      launch_ws<D, false, false, false>(p, q_map, stream);
+    }
   } else if (persistent && p.num_shifts == 1) {
     // Every tile at one shift (a prompt with no cached document): plain attention of the one rotated
     // copy of the query, so the plain kernel's persistent walk.

@@ -169,7 +169,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   int* row_key_limit = step_tiles + kKStages;          // [kWsRows]: last key each row sees
   const uint32_t meta_end = smem_addr(row_key_limit + kWsRows);
   uint8_t* tiles = smem + (((meta_end + 1023) & ~1023u) - smem_addr(smem));
-  if (tiles + ws_tile_bytes<D, kTwoQueries>() > smem + ws_smem_bytes<D, kTwoQueries>()) __trap();  // a start not 1 KB-aligned
+  // A start not 1 KB-aligned would push the tiles past the allocation.
+  if (tiles + ws_tile_bytes<D, kTwoQueries>() > smem + ws_smem_bytes<D, kTwoQueries>()) __trap();
   __nv_bfloat16* k_s = reinterpret_cast<__nv_bfloat16*>(tiles);  // [kKStages][D/64][kStepKeys][64], swizzled
   __nv_bfloat16* v_s = k_s + kKStages * kStage;                      // [kVStages][...]
   __nv_bfloat16* q_s = v_s + kVStages * kStage;  // [buffers][D/64][kWsRows][64], swizzled as the stages

@@ -506,14 +506,18 @@ TEST(AttentionPrefillTest, PersistentCtasMatchACtaARowTile) {
     Case c;
     bool cached_documents;
   };
-  for (const Run& run : {Run{Case{128, 8, 16, Shifts::Small, false}, true}, Run{Case{64, 4, 32, Shifts::Large, false}, true},
-                         Run{Case{128, 3, 16, Shifts::Small, false}, false}, Run{Case{128, 8, 16, Shifts::Small, true}, false},
+  for (const Run& run : {Run{Case{128, 8, 16, Shifts::Small, false}, true},
+                         Run{Case{64, 4, 32, Shifts::Large, false}, true},
+                         Run{Case{128, 3, 16, Shifts::Small, false}, false},
+                         Run{Case{128, 8, 16, Shifts::Small, true}, false},
                          Run{Case{64, 2, 64, Shifts::Small, true}, false}}) {
     const Case& c = run.c;
     SCOPED_TRACE(case_label(c) + (run.cached_documents ? ", cached documents" : ", prompt alone"));
     PrefillParams probe;
     probe.head_dim = c.head_dim;
-    if (!prefill_uses_wgmma(probe)) GTEST_SKIP() << "no warp-specialised kernel here (" << prefill_kernel_name(probe) << ")";
+    if (!prefill_uses_wgmma(probe)) {
+      GTEST_SKIP() << "no warp-specialised kernel here (" << prefill_kernel_name(probe) << ")";
+    }
     std::mt19937 rng(7 + c.head_dim + c.ratio);
     const Pool pool = random_pool(c, rng);
     const std::vector<float> inv_freq = rope_inv_freq(RopeParams{10000.0f, false}, c.head_dim);
