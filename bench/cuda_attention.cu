@@ -261,7 +261,8 @@ void prefill_table(const DeviceBuffer& inv_freq, int only_shape) {
               "## would choose it) and timed in alternation with the default, and the default's time over theirs;\n"
               "## persistent: the default kernel with persistent CTAs (PrefillParams::persistent) against a CTA a\n"
               "## row tile, in alternation, and its time over theirs (calls without splits; the RAG rows split\n"
-              "## the keys, so both time the same launch there)\n",
+              "## the keys, so both time the same launch there); a persistent lazy call with one shift (the causal\n"
+              "## rows: no cached document) is the plain walk on that shift's rotated query, so its overhead is nil\n",
               [&] {
                 PrefillParams probe;
                 probe.head_dim = kDim;
