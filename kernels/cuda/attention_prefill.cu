@@ -183,6 +183,10 @@ void prefill_attention(const PrefillParams& p, cudaStream_t stream) {
   if (p.num_kv_heads <= 0 || p.num_heads % p.num_kv_heads != 0) {
     throw Error("cuda prefill attention: num_heads must be a multiple of num_kv_heads");
   }
+  if (p.persistent_ctas < 0) {
+    throw Error("cuda prefill attention: persistent_ctas " + std::to_string(p.persistent_ctas) +
+                " (valid: 0 for one CTA an SM, or a grid cap >= 1)");
+  }
   if (p.num_splits > 1 && (p.partial_o == nullptr || p.partial_ml == nullptr)) {
     throw Error("cuda prefill attention: split workspace missing");
   }

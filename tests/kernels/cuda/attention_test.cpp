@@ -606,6 +606,27 @@ TEST(AttentionPrefillTest, LazyCallWithoutRunEndsIsRefused) {
   }
 }
 
+// A negative cap on the persistent grid is refused with an error that names it and the valid range.
+TEST(AttentionPrefillTest, NegativePersistentGridIsRefused) {
+  LAZYSCOPE_REQUIRE_GPU();
+  const Case c{128, 4, 16, Shifts::Zero, false};
+  const int n = 16;
+  AttentionPlan plan;
+  append_sequence(plan, make_table(c, 0, n, 0), c.block_size, false);
+  const DevicePrefillPlan device_plan(plan, std::vector<int32_t>(n, 0),
+                                      rope_inv_freq(RopeParams{10000.0f, false}, c.head_dim));
+  PrefillParams p = device_plan.params(shape_of(c), n, false);
+  p.persistent = true;
+  p.persistent_ctas = -2;
+  try {
+    prefill_attention(p, nullptr);
+    ADD_FAILURE() << "persistent_ctas -2 was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("persistent_ctas -2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("valid"), std::string::npos) << e.what();
+  }
+}
+
 TEST(AttentionPlanTest, RejectsShiftsInPlainCallsAndBadBlockSizes) {
   std::vector<BlockRef> table{{0, 5, 16}};
   AttentionPlan plan;

@@ -405,6 +405,21 @@ TEST_P(BackendTest, SwiGluInGateUpEpilogueMatchesDownStaging) {
   expect_same_decode(epilogue, staging, shape, 27, 79, 0.0);
 }
 
+// Prompt steps with the prefill attention kernel's persistent CTAs against a CTA a row tile: the same
+// arithmetic a row tile, so the same logits bit for bit over the prompt and the decode steps after it.
+TEST_P(BackendTest, PersistentPrefillCtasMatchACtaARowTile) {
+  LAZYSCOPE_REQUIRE_GPU();
+  const ModelShape shape = GetParam().shape;
+  HostWeights w = random_weights(shape, 43);
+  CudaBackend persistent(tuned([](CudaTuning& t) { t.prefill_persistent = true; })),
+      one_tile(tuned([](CudaTuning& t) { t.prefill_persistent = false; }));
+  for (CudaBackend* b : {&persistent, &one_tile}) {
+    b->load(shape, w.view);
+    b->allocate_pool(32, 16);
+  }
+  expect_same_decode(persistent, one_tile, shape, 300, 83, 0.0);
+}
+
 // Batch-1 decode through the persistent layer kernel (on Hopper) against the GEMV launches: the
 // same logits within rounding over plain and lazy steps, from graphs, and the same K/V in the pools.
 // The two sum each row in another order, and over the steps the K/V they store drift apart by
