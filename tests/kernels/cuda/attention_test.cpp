@@ -488,7 +488,7 @@ TEST(AttentionPrefillTest, ShiftAtEveryBlockMatchesCpuReference) {
 }
 
 // The warp-specialised kernel's persistent CTAs (calls without splits) against a CTA a row tile: a
-// grid of one, three and (the default) one CTA an SM, so a CTA walks up to 20 row tiles whose
+// grid of one, three and (the default) one CTA an SM, so a CTA walks up to 42 row tiles whose
 // rings and barriers run on from one to the next. The same bits as a CTA a row tile, and the CPU
 // reference. Lazy calls take this walk only where every tile has one shift (a prompt with no
 // cached document), reading that shift's rotated query.
