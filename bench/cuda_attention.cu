@@ -298,14 +298,23 @@ void prefill_table(const DeviceBuffer& inv_freq, int only_shape) {
     }
     const PrefillCase& plain = *cases[0];
     const PrefillCase& lazy = *cases[1];
+    // Progress on stderr (unbuffered), so a run stopped by a timeout shows which column it was timing.
+    auto phase = [&](const char* what) { std::fprintf(stderr, "bench_cuda_attention: %s: %s\n", s.name, what); };
+    phase("attention, plain and lazy");
     const PairTimes attn = time_pair([&] { plain.attention(); }, [&] { lazy.attention(); });
+    phase("step");
     const PairTimes step = time_pair([&] { plain.step(); }, [&] { lazy.step(); });
+    phase("lazy pre-pass");
     const double prepass = bench::median_ms([&] { lazy.attention_with_prepass(); }, 15, 5, 3);
     using Kernel = PrefillParams::Kernel;
+    phase("mma.sync");
     const PairTimes kernels = time_pair([&] { plain.attention_on(Kernel::MmaSync); }, [&] { plain.attention(); });
+    phase("two-CTA wgmma");
     const PairTimes two_cta = time_pair([&] { plain.attention_on(Kernel::Wgmma); }, [&] { plain.attention(); });
+    phase("persistent CTAs, plain");
     const PairTimes persistent = time_pair([&] { plain.attention_persistent(false); },
                                            [&] { plain.attention_persistent(true); });
+    phase("persistent CTAs, lazy");
     const PairTimes persistent_lazy = time_pair([&] { lazy.attention_persistent(false); },
                                                 [&] { lazy.attention_persistent(true); });
     // FLOPs: QK^T and PV, 2 each per multiply-add; causal counts the visible half.

@@ -159,6 +159,9 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
   const int blocks = (prefill_tokens + decode_steps + 8) / kBlock + 4;
   backend.allocate_pool(blocks * 2 + 8, kBlock);
   DecodeThroughput result;
+  // Progress on stderr (unbuffered), so a run stopped by a timeout shows which part it was timing.
+  auto phase = [&](const char* what) { std::fprintf(stderr, "bench: %s: %s\n", model.c_str(), what); };
+  phase("prefill, default");
   // Prefill (warm once into the second half of the pool, then time into the first).
   run_segment(backend, prefill_tokens, 0, blocks, {}, false, true, nullptr, 1, shape.vocab_size);
   std::vector<double> prefill_times;
@@ -172,6 +175,7 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
   result.prefill_tokens_per_second = prefill_tokens / (median(prefill_times) * 1e-3);
   {  // the same prefill with the mma.sync attention kernel (same call; into the warm-up's blocks,
      // so the decode below starts from the default path's pool), a warm-up run first
+    phase("prefill, mma.sync attention");
     CudaTuning mma_sync = backend.tuning();
     mma_sync.prefill_wgmma = false;
     backend.set_tuning(mma_sync);
@@ -187,6 +191,7 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
   }
   {  // the same prefill with the attention kernel's persistent CTAs and with a CTA a row tile,
      // alternated run by run (the first pair a warm-up)
+    phase("prefill, persistent attention CTAs against a CTA a row tile");
     CudaTuning persistent, one_tile;
     persistent.prefill_persistent = true;
     one_tile.prefill_persistent = false;
@@ -211,6 +216,7 @@ DecodeThroughput measure_decode(const std::string& model, int prefill_tokens, in
     result.prefill_persistent_speedup = median(ratios);
     backend.set_tuning(CudaTuning{});
   }
+  phase("decode");
   prompt.length = prefill_tokens;
   // Each mode decodes from the same prompt and first token (rewriting the same slots).
   std::vector<int32_t> graph_tokens, stream_tokens, logits_tokens;

@@ -616,6 +616,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     their_turn();
     if (wg == 0) my_turn();  // warpgroup 1's last arrival: both barriers end balanced
     wgmma_wait<0>();
+    // Persistent: the last step's V stage back to the producer, whose next rounds refill it (a CTA
+    // a row tile ends here, and its last stage is never waited for).
+    if constexpr (PERSIST) mbar_arrive(&empty_v[prev]);
   };
 
   if constexpr (!PERSIST) {
