@@ -147,9 +147,9 @@ struct PrefillParams {
   int num_splits = 1;
   // The warp-specialised kernel on calls without splits (plain, or lazy with a single shift): a
   // grid of at most one CTA an SM whose CTAs walk several row tiles each, the next tile's first
-  // loads landing under this one's last steps; false: a CTA a row tile. Off until a GPU has
-  // measured it. persistent_ctas caps that grid (0: the SM count; tests give a few CTAs many
-  // tiles).
+  // loads landing under this one's last steps; false: a CTA a row tile. Off: its first GPU run
+  // hung wherever a CTA walked a second row tile (mended since, not yet rerun on a GPU).
+  // persistent_ctas caps that grid (0: the SM count; tests give a few CTAs many tiles).
   bool persistent = false;
   int persistent_ctas = 0;
   float* partial_o = nullptr;            // [n * num_heads, num_splits, head_dim]

@@ -67,8 +67,9 @@ struct CudaTuning {
   bool prefill_wgmma = true;
   // The warp-specialised kernel's prompt steps without KV splits run a grid of at most one CTA an
   // SM, each walking several row tiles (PrefillParams::persistent); false: a CTA a row tile.
-  // Off by default until a GPU has measured it (bench_cuda_attention's "persistent" columns,
-  // bench_cuda_end_to_end's prefill columns).
+  // Off by default: its first GPU run hung past a CTA's first row tile (mended, not yet rerun), and
+  // nothing has measured it (bench_cuda_attention's "persistent" columns, bench_cuda_end_to_end's
+  // prefill columns).
   bool prefill_persistent = false;
 };
 
